@@ -1,0 +1,76 @@
+# CableS: `make` builds, `make test` runs the tests, `make bench` the
+# benchmarks, `make install PREFIX=DIR` installs for users.
+PREFIX   ?= /usr/local
+BUILD    ?= build
+CC       ?= cc
+CXX      ?= c++
+OPT      ?= -O2 -g
+DEPS_CFLAGS := $(shell pkg-config --cflags ucx ompi-c)
+DEPS_LIBS   := $(shell pkg-config --libs ucx ompi-c) -ldl -lpthread
+CFLAGS   := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -fPIC \
+            -Ilibcables/include $(DEPS_CFLAGS) $(EXTRA_CFLAGS)
+CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_CFLAGS)
+
+LIB_SRCS := $(wildcard libcables/src/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/lib/libcables.so
+RUN      := $(BUILD)/bin/cables-run
+# how a program is linked against libcables (kept even if it names no symbol)
+LINK_CABLES = -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) \
+              -Wl,--no-as-needed -lcables -Wl,--as-needed
+
+PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c))
+BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+UNIT      := $(BUILD)/tests/unit_tests
+MULTI     := $(BUILD)/tests/multinode_tests
+
+all: $(LIB) $(RUN) $(PROGS)
+
+$(BUILD)/libcables/src/%.o: libcables/src/%.c libcables/src/internal.h libcables/include/cables.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
+
+$(RUN): tools/cables-run
+	@mkdir -p $(dir $@)
+	install -m 755 $< $@
+
+$(BUILD)/progs/%: tests/progs/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $< -o $@ $(LINK_CABLES)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $(DEPS_CFLAGS) $< -o $@ $(LINK_CABLES) $(DEPS_LIBS)
+
+# unit tests link the runtime's objects directly (pure parts: diff, page, config)
+UNIT_OBJS := $(BUILD)/libcables/src/diff.o $(BUILD)/libcables/src/page.o $(BUILD)/libcables/src/config.o
+$(UNIT): $(wildcard tests/unit/*.cc) $(UNIT_OBJS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(filter %.cc,$^) $(UNIT_OBJS) -o $@ -lgtest -lgtest_main -lpthread
+
+$(MULTI): $(wildcard tests/multinode/*.cc) $(wildcard tests/multinode/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(filter %.cc,$^) -o $@ -lgtest -lgtest_main -lpthread
+
+test: all $(UNIT) $(MULTI)
+	$(UNIT)
+	CABLES_BUILD=$(abspath $(BUILD)) $(MULTI)
+
+bench: all $(BENCHES)
+	CABLES_BUILD=$(abspath $(BUILD)) bench/run.sh
+
+install: $(LIB) $(RUN)
+	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
+	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
+	install -m 644 libcables/include/cables.h $(PREFIX)/include/cables.h
+	sed 's|^CABLES_LIBDIR=.*|CABLES_LIBDIR=$(abspath $(PREFIX))/lib|' tools/cables-run > $(PREFIX)/bin/cables-run
+	chmod 755 $(PREFIX)/bin/cables-run
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all test bench install clean

@@ -1,0 +1,81 @@
+/* libcables: the runtime-level API of a cluster that looks like one
+ * shared-memory multiprocessor.  See DESIGN.md for the words used here
+ * (node, home, copy, interval, write notice). */
+#ifndef CABLES_H
+#define CABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- nodes ---- */
+int cables_node_id(void);    /* this node, 0 = master */
+int cables_node_count(void); /* nodes attached now */
+
+/* ---- global address space ---- */
+typedef enum {
+    CABLES_POLICY_DEFAULT = 0, /* the CABLES_HOME_POLICY setting */
+    CABLES_POLICY_FIRST_TOUCH,
+    CABLES_POLICY_ROUND_ROBIN, /* page i of an allocation homed on node i % N */
+    CABLES_POLICY_BLOCK,       /* allocation cut into N contiguous blocks */
+    CABLES_POLICY_FIXED,       /* every page on one given node */
+} cables_policy_t;
+
+/* Shared memory, zeroed, page aligned, lazily backed.  NULL (with a message
+ * on stderr naming the limit) when the global address space is exhausted. */
+void *cables_alloc(size_t size);
+void *cables_alloc_placed(size_t size, cables_policy_t policy, int node);
+void cables_free(void *p);
+
+size_t cables_page_size(void);
+/* Home node of the page holding addr; -1 if no node has touched it yet. */
+int cables_home_of(const void *addr);
+/* Move the homes of the pages of [addr, addr+len) to node.  0 or -1. */
+int cables_home_move(void *addr, size_t len, int node);
+/* Bytes of memory this node holds for shared pages (homes and copies). */
+size_t cables_memory_used(void);
+
+/* ---- synchronization: objects live in shared memory; a zeroed object
+ * is initialized.  Each is an acquire/release point. ---- */
+typedef struct { uint64_t reserved; } cables_lock_t;
+typedef struct { uint32_t count; uint32_t reserved; } cables_barrier_t;
+typedef struct { uint64_t reserved; } cables_cond_t;
+
+void cables_lock(cables_lock_t *l);
+void cables_unlock(cables_lock_t *l);
+void cables_barrier_init(cables_barrier_t *b, unsigned count);
+void cables_barrier_wait(cables_barrier_t *b);
+void cables_cond_wait(cables_cond_t *c, cables_lock_t *l);
+/* 0 when signalled, ETIMEDOUT when the relative timeout (ns) passed. */
+int cables_cond_timedwait(cables_cond_t *c, cables_lock_t *l, uint64_t timeout_ns);
+void cables_cond_signal(cables_cond_t *c);
+void cables_cond_broadcast(cables_cond_t *c);
+
+/* ---- threads on any node (thread create = release, start = acquire,
+ * exit = release, join = acquire) ---- */
+typedef uint64_t cables_thread_t;
+/* node: the node to run on, or -1 to let the runtime choose. */
+int cables_thread_create(cables_thread_t *t, int node, void *(*fn)(void *), void *arg);
+int cables_thread_join(cables_thread_t t, void **ret);
+
+/* ---- statistics (CABLES_STATS=1 prints them per node at exit) ---- */
+typedef struct {
+    uint64_t read_faults, write_faults, home_faults; /* home_faults: on own home pages */
+    uint64_t pages_fetched, fetch_ns;
+    uint64_t twins, diffs_sent, diff_bytes_sent, diffs_applied;
+    uint64_t write_notices_made, write_notices_received, invalidations;
+    uint64_t lock_acquires, lock_remote_acquires, lock_wait_ns;
+    uint64_t barriers, barrier_wait_ns;
+    uint64_t dir_lookups, homes_owned, homes_moved;
+    uint64_t msgs_sent, bytes_sent;
+} cables_stats_t;
+void cables_stats_get(cables_stats_t *s);
+void cables_stats_print(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

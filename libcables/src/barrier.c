@@ -1,0 +1,120 @@
+/* barrier.c: a combining-tree barrier over the nodes (node i's parent is
+ * (i-1)/2).  Arrivals are counted up the tree, each report carrying the
+ * write notices its subtree made since the last barrier; the release comes
+ * down the tree with all of them.  Entry is a release, exit an acquire.
+ * State lives in the communication thread. */
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "internal.h"
+
+typedef struct bar_waiter { struct bar_waiter *next; cb_waiter_t *w; } bar_waiter_t;
+
+typedef struct {
+    uint64_t key;
+    uint32_t count, arrived; /* arrived: counted here, not yet reported up */
+    bar_waiter_t *waiters;
+    UT_hash_handle hh;
+} bar_t;
+
+static bar_t *bars;
+static cb_vc_t base; /* the vc of the last barrier release seen here */
+
+static bar_t *bar_get(uint64_t key)
+{
+    bar_t *s;
+    HASH_FIND(hh, bars, &key, sizeof key, s);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        s->key = key;
+        HASH_ADD(hh, bars, key, sizeof key, s);
+    }
+    return s;
+}
+
+void cables_barrier_init(cables_barrier_t *b, unsigned count)
+{
+    b->count = count;
+    b->reserved = 0;
+}
+
+void cables_barrier_wait(cables_barrier_t *b)
+{
+    uint32_t count = b->count; /* read through the application view first */
+    if (count == 0)
+        cb_die("node %d: cables_barrier_wait on a barrier never initialized (count 0)", cb.self);
+    uint64_t t0 = cb_now_ns();
+    cb_release();
+    cb_waiter_t w = { 0 };
+    cb_msg_t m = { .type = M_BAR_ARRIVE, .a = (uintptr_t)b, .b = count, .c = 1 };
+    cb_call(cb.self, &m, NULL, 0, &w);
+    cb_acquire(w.data);
+    free(w.data);
+    STAT_ADD(barriers, 1);
+    STAT_ADD(barrier_wait_ns, cb_now_ns() - t0);
+}
+
+static void release_down(uint64_t key, const void *notices, size_t len)
+{
+    int n = atomic_load(&cb.nnodes);
+    for (int c = 2 * cb.self + 1; c <= 2 * cb.self + 2 && c < n; c++) {
+        cb_msg_t r = { .type = M_BAR_RELEASE, .a = key };
+        cb_send(c, &r, notices, len, false);
+    }
+}
+
+static void wake_all(bar_t *s, const uint32_t *v)
+{
+    memcpy(base, v, sizeof base);
+    for (bar_waiter_t *x = s->waiters, *nx; x; x = nx) {
+        nx = x->next;
+        x->w->data = malloc(sizeof(cb_vc_t));
+        memcpy(x->w->data, v, sizeof(cb_vc_t));
+        cb_waiter_wake(x->w);
+        free(x);
+    }
+    s->waiters = NULL;
+}
+
+/* M_BAR_ARRIVE a=key b=count c=arrivals; from self: waiter; from a child:
+ * payload = its subtree's notices */
+void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
+{
+    bar_t *s = bar_get(m->a);
+    if (m->src == cb.self && m->waiter) {
+        bar_waiter_t *x = malloc(sizeof *x);
+        x->w = (cb_waiter_t *)(uintptr_t)m->waiter;
+        x->next = s->waiters;
+        s->waiters = x;
+    }
+    if (len)
+        cb_notices_merge(p, len, NULL);
+    s->count = (uint32_t)m->b;
+    s->arrived += (uint32_t)m->c;
+    size_t nl;
+    if (cb.self != 0) {
+        void *n = cb_notices_encode(base, &nl);
+        cb_msg_t up = { .type = M_BAR_ARRIVE, .a = m->a, .b = m->b, .c = s->arrived };
+        s->arrived = 0;
+        cb_send((cb.self - 1) / 2, &up, n, nl, true);
+        return;
+    }
+    if (s->arrived < s->count)
+        return;
+    s->arrived -= s->count;
+    void *n = cb_notices_encode(base, &nl);
+    cb_vc_t v;
+    cb_vc_get(v);
+    release_down(m->a, n, nl);
+    free(n);
+    wake_all(s, v);
+}
+
+void cb_on_bar_release(const cb_msg_t *m, const void *p, size_t len)
+{
+    cb_vc_t v;
+    cb_notices_merge(p, len, v);
+    release_down(m->a, p, len);
+    wake_all(bar_get(m->a), v);
+}

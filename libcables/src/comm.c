@@ -1,0 +1,305 @@
+/* comm.c: the communication thread.  It alone drives UCX and owns every
+ * manager's state, so handlers run one at a time without locks of their
+ * own.  Application threads post messages to it through a queue and an
+ * eventfd; it sleeps in epoll on that eventfd and UCX's when idle. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct cb_op {
+    struct cb_op *next;
+    int dst;
+    bool heap;   /* the op itself was malloc'd */
+    cb_msg_t hdr;
+    void *payload; /* owned by the op */
+    size_t len;
+} cb_op_t;
+
+typedef struct { cb_op_t *head, *tail; } cb_queue_t;
+
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static cb_queue_t inq;      /* from application threads */
+static cb_queue_t selfq;    /* comm thread to itself */
+static cb_queue_t deferred; /* to retry */
+static pthread_t comm_tid;
+static int evfd = -1, epfd = -1, xfd = -1;
+static _Atomic bool comm_quit;
+
+static void q_push(cb_queue_t *q, cb_op_t *op)
+{
+    op->next = NULL;
+    if (q->tail) q->tail->next = op; else q->head = op;
+    q->tail = op;
+}
+
+static cb_op_t *q_take_all(cb_queue_t *q)
+{
+    cb_op_t *h = q->head;
+    q->head = q->tail = NULL;
+    return h;
+}
+
+static bool on_comm_thread(void) { return comm_tid && pthread_equal(pthread_self(), comm_tid); }
+
+static cb_op_t *op_new(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own)
+{
+    cb_op_t *op = malloc(sizeof *op);
+    if (!op)
+        cb_die("out of memory for a message");
+    op->dst = dst;
+    op->heap = true;
+    op->hdr = *hdr;
+    op->len = len;
+    op->payload = (void *)payload;
+    if (len && !own) {
+        op->payload = malloc(len);
+        if (!op->payload)
+            cb_die("out of memory for a message");
+        memcpy(op->payload, payload, len);
+    }
+    return op;
+}
+
+static void post(cb_op_t *op)
+{
+    pthread_mutex_lock(&q_mu);
+    q_push(&inq, op);
+    pthread_mutex_unlock(&q_mu);
+    uint64_t one = 1;
+    if (write(evfd, &one, sizeof one) < 0 && errno != EAGAIN)
+        cb_die("cannot wake the communication thread: %s", strerror(errno));
+}
+
+/* Put a message on the wire (comm thread only). */
+static void transmit(int dst, const cb_msg_t *hdr, const void *payload, size_t len)
+{
+    if (dst == cb.self) {
+        q_push(&selfq, op_new(dst, hdr, payload, len, false));
+        return;
+    }
+    uint8_t *buf = malloc(sizeof *hdr + len);
+    if (!buf)
+        cb_die("out of memory for a message");
+    memcpy(buf, hdr, sizeof *hdr);
+    if (len)
+        memcpy(buf + sizeof *hdr, payload, len);
+    STAT_ADD(msgs_sent, 1);
+    STAT_ADD(bytes_sent, sizeof *hdr + len);
+    cb_xport_send(dst, buf, sizeof *hdr + len);
+}
+
+void cb_forward(int dst, const cb_msg_t *m, const void *payload, size_t len)
+{
+    transmit(dst, m, payload, len); /* comm thread: src and waiter kept */
+}
+
+void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own)
+{
+    cb_msg_t h = *hdr;
+    h.src = cb.self;
+    if (on_comm_thread()) {
+        transmit(dst, &h, payload, len);
+        if (own)
+            free((void *)payload);
+        return;
+    }
+    post(op_new(dst, &h, payload, len, own));
+}
+
+/* The fault path comes here: no malloc.  The op lives on this stack, which
+ * is safe because the comm thread is done with it before the reply. */
+void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w)
+{
+    hdr->src = cb.self;
+    hdr->waiter = (uintptr_t)w;
+    if (len) {
+        post(op_new(dst, hdr, payload, len, false));
+    } else {
+        cb_op_t op = { .dst = dst, .heap = false, .hdr = *hdr };
+        post(&op);
+        cb_waiter_wait(w);
+        return;
+    }
+    cb_waiter_wait(w);
+}
+
+void cb_reply(const cb_msg_t *req, cb_msg_t *hdr, const void *payload, size_t len, bool own)
+{
+    hdr->waiter = req->waiter;
+    cb_send(req->src, hdr, payload, len, own);
+}
+
+void cb_defer(const cb_msg_t *m, const void *payload, size_t len)
+{
+    q_push(&deferred, op_new(cb.self, m, payload, len, false));
+}
+
+/* Replies wake the thread that waits for them. */
+static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
+{
+    cb_waiter_t *w = (cb_waiter_t *)(uintptr_t)m->waiter;
+    if (m->type == M_DIFF_ACK) {
+        if (atomic_fetch_sub(&w->pending, 1) == 1)
+            cb_futex_wake(&w->pending);
+        return;
+    }
+    if (m->type == M_PAGE && m->a == 0) {
+        if (len != cb.ps)
+            cb_die("node %d: page reply of %zu bytes from node %d", cb.self, len, m->src);
+        memcpy(w->dst, p, len);
+    } else if (len) {
+        w->data = malloc(len);
+        if (!w->data)
+            cb_die("out of memory for a reply");
+        memcpy(w->data, p, len);
+        w->len = len;
+    }
+    w->value = (int64_t)m->a;
+    w->value2 = (int64_t)m->b;
+    cb_waiter_wake(w);
+}
+
+void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
+{
+    cb_heard_from(m->src);
+    switch (m->type) {
+    case M_HELLO: cb_on_hello(m, p, len); break;
+    case M_TABLE: cb_on_table(m, p, len); break;
+    case M_HEARTBEAT: break;
+    case M_SHUTDOWN: cb_on_shutdown(m); break;
+    case M_BYE: cb_on_bye(m); break;
+    case M_DIR_LOOKUP: cb_on_dir_lookup(m); break;
+    case M_DIR_REPLY:
+        if (!m->waiter) { /* the comm thread's own question */
+            if ((int64_t)m->a >= 0)
+                cb_home_set(m->b, (int)m->a);
+            break;
+        }
+        deliver_reply(m, p, len);
+        break;
+    case M_ALLOC: cb_on_alloc(m); break;
+    case M_FREE: cb_on_free(m); break;
+    case M_FETCH: cb_on_fetch(m); break;
+    case M_DIFF: cb_on_diff(m, p, len); break;
+    case M_LOCK_REQ: cb_on_lock_req(m, p, len); break;
+    case M_LOCK_FWD: cb_on_lock_fwd(m, p, len); break;
+    case M_LOCK_GRANT: cb_on_lock_grant(m, p, len); break;
+    case M_BAR_ARRIVE: cb_on_bar_arrive(m, p, len); break;
+    case M_BAR_RELEASE: cb_on_bar_release(m, p, len); break;
+    case M_COND_WAIT: cb_on_cond_wait(m); break;
+    case M_COND_SIGNAL: cb_on_cond_signal(m); break;
+    case M_COND_CANCEL: cb_on_cond_cancel(m); break;
+    case M_COND_WAKE: cb_on_cond_wake(m); break;
+    case M_SPAWN: cb_on_spawn(m, p, len); break;
+    case M_THREAD_EXIT: cb_on_thread_exit(m, p, len); break;
+    case M_JOIN: cb_on_join(m); break;
+    case M_MOVE: cb_on_move(m); break;
+    case M_MOVE_PAGE: cb_on_move_page(m, p, len); break;
+    case M_MOVE_DONE: cb_on_move_done(m); break;
+    case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
+        deliver_reply(m, p, len);
+        break;
+    default:
+        cb_die("node %d: unknown message type %u from node %d", cb.self, m->type, m->src);
+    }
+}
+
+static void run_ops(cb_op_t *op)
+{
+    while (op) {
+        cb_op_t *next = op->next;
+        cb_msg_t hdr = op->hdr; /* a stack op may vanish once its reply is sent */
+        void *payload = op->payload;
+        size_t len = op->len;
+        int dst = op->dst;
+        if (op->heap)
+            free(op);
+        if (dst == cb.self)
+            cb_dispatch(&hdr, payload, len);
+        else
+            transmit(dst, &hdr, payload, len);
+        free(payload);
+        op = next;
+    }
+}
+
+static void *comm_main(void *arg)
+{
+    (void)arg;
+    uint64_t next_check = 0;
+    for (;;) {
+        while (cb_xport_progress())
+            ;
+        pthread_mutex_lock(&q_mu);
+        cb_op_t *ops = q_take_all(&inq);
+        pthread_mutex_unlock(&q_mu);
+        run_ops(ops);
+        while (selfq.head)
+            run_ops(q_take_all(&selfq));
+        bool retry = deferred.head != NULL;
+        if (retry)
+            run_ops(q_take_all(&deferred));
+        uint64_t now = cb_now_ns();
+        if (now >= next_check) {
+            cb_check_peers();
+            next_check = now + 250000000ull;
+        }
+        if (atomic_load(&comm_quit)) {
+            cb_xport_flush();
+            return NULL;
+        }
+        pthread_mutex_lock(&q_mu);
+        bool more = inq.head != NULL || selfq.head != NULL;
+        pthread_mutex_unlock(&q_mu);
+        if (more || !cb_xport_arm())
+            continue;
+        struct epoll_event ev[2];
+        int n = epoll_wait(epfd, ev, 2, retry ? 1 : 250);
+        for (int i = 0; i < n; i++)
+            if (ev[i].data.fd == evfd) {
+                uint64_t v;
+                if (read(evfd, &v, sizeof v) < 0) { /* drained already */ }
+            }
+    }
+}
+
+void cb_comm_start(void)
+{
+    xfd = cb_xport_init();
+    evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (evfd < 0 || epfd < 0)
+        cb_die("cannot create the communication thread's event fds: %s", strerror(errno));
+    struct epoll_event e = { .events = EPOLLIN, .data.fd = evfd };
+    epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &e);
+    e.data.fd = xfd;
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, xfd, &e))
+        cb_die("cannot watch UCX's event fd: %s", strerror(errno));
+}
+
+void cb_comm_run(void)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    int rc = pthread_create(&comm_tid, &a, comm_main, NULL);
+    pthread_attr_destroy(&a);
+    if (rc)
+        cb_die("cannot start the communication thread: %s", strerror(rc));
+}
+
+void cb_comm_stop(void)
+{
+    if (!comm_tid)
+        return;
+    atomic_store(&comm_quit, true);
+    uint64_t one = 1;
+    if (write(evfd, &one, sizeof one) < 0) {}
+    pthread_join(comm_tid, NULL);
+    comm_tid = 0;
+    cb_xport_fini();
+}

@@ -1,0 +1,117 @@
+/* config.c: the CABLES_* environment settings.  A bad value stops the
+ * program with a message naming the setting, never a silent default. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void cb_die(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(buf, sizeof buf, "cables: ");
+    n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    if (write(2, buf, (size_t)n) < 0) { /* nothing more to do */ }
+    _exit(2);
+}
+
+/* "64G", "4096", "1.5M" is refused: whole numbers with K/M/G/T (powers of 2). */
+int cb_parse_size(const char *s, size_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    }
+    if (*end == 'i' && shift) end++;
+    if ((*end == 'b' || *end == 'B') && shift) end++;
+    if (*end)
+        return -1;
+    if (shift && v > (~0ull >> shift))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+int cb_parse_policy(const char *s, cables_policy_t *p, int *node)
+{
+    *node = 0;
+    if (!strcmp(s, "first-touch")) *p = CABLES_POLICY_FIRST_TOUCH;
+    else if (!strcmp(s, "round-robin")) *p = CABLES_POLICY_ROUND_ROBIN;
+    else if (!strcmp(s, "block")) *p = CABLES_POLICY_BLOCK;
+    else if (!strncmp(s, "fixed:", 6)) {
+        char *end;
+        long n = strtol(s + 6, &end, 10);
+        if (end == s + 6 || *end || n < 0 || n >= CB_MAX_NODES)
+            return -1;
+        *p = CABLES_POLICY_FIXED;
+        *node = (int)n;
+    } else
+        return -1;
+    return 0;
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+void cb_config_load(cb_config_t *c)
+{
+    const char *v;
+    long os_page = sysconf(_SC_PAGESIZE);
+
+    c->gas_size = 64ull << 30;
+    if ((v = env("CABLES_GAS_SIZE"))) {
+        if (cb_parse_size(v, &c->gas_size) || c->gas_size == 0)
+            cb_die("CABLES_GAS_SIZE='%s' is not a size (expected a whole number with an "
+                   "optional K, M, G or T suffix, e.g. 64G)", v);
+        if (c->gas_size > (16ull << 40))
+            cb_die("CABLES_GAS_SIZE='%s' is larger than the 16T the runtime can reserve", v);
+    }
+    c->page_size = (size_t)os_page;
+    if ((v = env("CABLES_PAGE_SIZE"))) {
+        if (cb_parse_size(v, &c->page_size) || c->page_size == 0 ||
+            c->page_size % (size_t)os_page || c->page_size > (1u << 24))
+            cb_die("CABLES_PAGE_SIZE='%s' is not a multiple of the OS page size %ld "
+                   "(up to 16M)", v, os_page);
+    }
+    c->gas_size = (c->gas_size + c->page_size - 1) / c->page_size * c->page_size;
+    c->policy = CABLES_POLICY_FIRST_TOUCH;
+    c->policy_node = 0;
+    if ((v = env("CABLES_HOME_POLICY")) && cb_parse_policy(v, &c->policy, &c->policy_node))
+        cb_die("CABLES_HOME_POLICY='%s' is not a home policy (expected first-touch, "
+               "round-robin, block or fixed:NODE)", v);
+    c->stats = false;
+    if ((v = env("CABLES_STATS"))) {
+        if (!strcmp(v, "1") || !strcmp(v, "yes")) c->stats = true;
+        else if (strcmp(v, "0") && strcmp(v, "no"))
+            cb_die("CABLES_STATS='%s' must be 1 or 0", v);
+    }
+    c->dead_timeout = 3.0;
+    if ((v = env("CABLES_DEAD_TIMEOUT"))) {
+        char *end;
+        c->dead_timeout = strtod(v, &end);
+        if (end == v || *end || !(c->dead_timeout >= 0.5 && c->dead_timeout <= 3600))
+            cb_die("CABLES_DEAD_TIMEOUT='%s' must be a number of seconds in [0.5, 3600]", v);
+    }
+}

@@ -1,0 +1,229 @@
+/* directory.c: the home of every page.  The master keeps the directory and
+ * the allocation ranges with their placement policy; every node caches the
+ * homes it has learned.  A home moves in three steps (master -> old home ->
+ * new home -> master); until the last step the directory names the old
+ * home, which forwards what reaches it after the page has left. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+typedef struct {
+    uint64_t first, npages;
+    cables_policy_t policy;
+    int node, nnodes;
+} cb_alloc_t;
+
+/* master, comm thread only */
+static cb_alloc_t *allocs;
+static size_t nallocs, cap_allocs;
+static _Atomic int16_t *dir; /* node + 1, 0 = unassigned */
+
+void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node)
+{
+    if (nallocs == cap_allocs) {
+        cap_allocs = cap_allocs ? cap_allocs * 2 : 64;
+        allocs = realloc(allocs, cap_allocs * sizeof *allocs);
+        if (!allocs)
+            cb_die("out of memory for the allocation directory");
+    }
+    allocs[nallocs++] = (cb_alloc_t){ first, npages, pol, node, atomic_load(&cb.nnodes) };
+}
+
+static const cb_alloc_t *find_alloc(uint64_t p)
+{
+    size_t lo = 0, hi = nallocs; /* ranges are handed out in increasing order */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p < allocs[mid].first)
+            hi = mid;
+        else if (p >= allocs[mid].first + allocs[mid].npages)
+            lo = mid + 1;
+        else
+            return &allocs[mid];
+    }
+    return NULL;
+}
+
+static int place(const cb_alloc_t *a, uint64_t p, int toucher)
+{
+    uint64_t i = p - a->first;
+    int n = a->nnodes;
+    switch (a->policy) {
+    case CABLES_POLICY_ROUND_ROBIN: return (int)(i % (uint64_t)n);
+    case CABLES_POLICY_BLOCK: return (int)(i * (uint64_t)n / a->npages);
+    case CABLES_POLICY_FIXED: return a->node < atomic_load(&cb.nnodes) ? a->node : 0;
+    default: return toucher;
+    }
+}
+
+static int16_t *dir_table(void)
+{
+    if (!dir) {
+        dir = mmap(NULL, cb.npages * sizeof *dir, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (dir == MAP_FAILED)
+            cb_die("cannot reserve the page directory");
+    }
+    return (int16_t *)dir;
+}
+
+/* M_DIR_LOOKUP a=page b=1: only ask, do not assign.  Reply a=home or -1. */
+void cb_on_dir_lookup(const cb_msg_t *m)
+{
+    int16_t *d = dir_table();
+    uint64_t p = m->a;
+    int home = -1;
+    const cb_alloc_t *al = p < cb.npages ? find_alloc(p) : NULL;
+    if (al) {
+        if (d[p] == 0 && !m->b)
+            d[p] = (int16_t)(place(al, p, m->src) + 1);
+        home = d[p] - 1;
+    }
+    cb_msg_t r = { .type = M_DIR_REPLY, .a = (uint64_t)(int64_t)home, .b = p };
+    cb_reply(m, &r, NULL, 0, false);
+}
+
+int cb_home_get(uint64_t p)
+{
+    int h = cb_home_cached(p);
+    if (h >= 0)
+        return h;
+    cb_waiter_t w = { 0 };
+    cb_msg_t m = { .type = M_DIR_LOOKUP, .a = p };
+    cb_call(0, &m, NULL, 0, &w);
+    STAT_ADD(dir_lookups, 1);
+    h = (int)w.value;
+    if (h >= 0) {
+        cb_home_set(p, h);
+        if (h == cb.self)
+            STAT_ADD(homes_owned, 1);
+    }
+    return h;
+}
+
+int cables_home_of(const void *addr)
+{
+    if (!cb_in_gas((uintptr_t)addr))
+        return -1;
+    uint64_t p = cb_page_of((uintptr_t)addr);
+    int h = cb_home_cached(p);
+    if (h >= 0)
+        return h;
+    cb_waiter_t w = { 0 };
+    cb_msg_t m = { .type = M_DIR_LOOKUP, .a = p, .b = 1 };
+    cb_call(0, &m, NULL, 0, &w);
+    return (int)w.value;
+}
+
+/* ---- moving a home ----
+ * M_MOVE at the master   a=page b=new home  (from the requester)
+ * M_MOVE at the old home a=page b=new home c=requester (src=master)
+ * M_MOVE_PAGE at new     a=page c=requester, payload = the page
+ * M_MOVE_DONE at master  a=page b=new home, then the requester's reply. */
+static bool try_own(uint64_t p, uint32_t *state)
+{
+    uint32_t s = atomic_load(&cb.pst[p]);
+    if (s & PG_BUSY || !atomic_compare_exchange_strong(&cb.pst[p], &s, s | PG_BUSY))
+        return false;
+    *state = s;
+    return true;
+}
+
+void cb_on_move(const cb_msg_t *m)
+{
+    uint64_t p = m->a;
+    int to = (int)m->b;
+    if (m->c == 0) {
+        /* at the master: the first step */
+        int16_t *d = dir_table();
+        int from = d[p] - 1;
+        if (from < 0 || from == to) {
+            if (find_alloc(p))
+                d[p] = (int16_t)(to + 1);
+            cb_msg_t r = { .type = M_REPLY, .a = find_alloc(p) ? 0 : (uint64_t)-1 };
+            cb_reply(m, &r, NULL, 0, false);
+            return;
+        }
+        cb_msg_t f = *m;
+        f.c = (uint64_t)m->src + 1; /* c != 0 marks the second step */
+        f.d = m->waiter;
+        cb_send(from, &f, NULL, 0, false);
+        return;
+    }
+    /* at the old home */
+    uint32_t s;
+    if (!try_own(p, &s)) {
+        cb_defer(m, NULL, 0);
+        return;
+    }
+    if (s & PG_ACC)
+        cb_page_protect(p, 1, PROT_NONE); /* later writes here would be lost */
+    cb_home_set(p, to);
+    cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = m->c, .d = m->d };
+    cb_send(to, &mp, cb_proto_page(p), cb.ps, false);
+    cb_page_unown(p, s & ~(uint32_t)PG_ACC);
+    STAT_ADD(homes_moved, 1);
+}
+
+void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
+{
+    uint64_t p = m->a;
+    uint32_t s;
+    if (len != cb.ps)
+        cb_die("node %d: bad page move message", cb.self);
+    if (!try_own(p, &s)) {
+        cb_defer(m, data, len);
+        return;
+    }
+    uint32_t acc = s & PG_ACC;
+    if (acc != PG_NONE)
+        cb_page_protect(p, 1, PROT_READ); /* stop writers while merging */
+    if (acc == PG_RW) {
+        /* keep this node's own writes of the interval: new = home + diff */
+        uint8_t *d = malloc(cb_diff_max(cb.ps));
+        size_t n = cb_diff_encode(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps, d);
+        memcpy(cb_proto_page(p), data, cb.ps);
+        cb_diff_apply(cb_proto_page(p), cb.ps, d, n);
+        free(d);
+    } else {
+        if (acc == PG_RO)
+            cb_page_protect(p, 1, PROT_NONE); /* never show a half-copied page */
+        memcpy(cb_proto_page(p), data, cb.ps);
+    }
+    cb_home_set(p, cb.self);
+    if (acc != PG_NONE)
+        cb_page_protect(p, 1, cb_page_prot(s));
+    cb_page_unown(p, s);
+    STAT_ADD(homes_owned, 1);
+    cb_msg_t done = { .type = M_MOVE_DONE, .a = p, .b = (uint64_t)cb.self, .c = m->c, .d = m->d };
+    cb_send(0, &done, NULL, 0, false);
+}
+
+void cb_on_move_done(const cb_msg_t *m)
+{
+    dir_table()[m->a] = (int16_t)(m->b + 1);
+    cb_msg_t r = { .type = M_REPLY, .a = 0 };
+    cb_msg_t req = { .src = (int)m->c - 1, .waiter = m->d };
+    cb_reply(&req, &r, NULL, 0, false);
+}
+
+int cables_home_move(void *addr, size_t len, int node)
+{
+    if (node < 0 || node >= atomic_load(&cb.nnodes) || !cb_in_gas((uintptr_t)addr) ||
+        !cb_in_gas((uintptr_t)addr + (len ? len - 1 : 0)))
+        return -1;
+    uint64_t first = cb_page_of((uintptr_t)addr);
+    uint64_t last = cb_page_of((uintptr_t)addr + (len ? len - 1 : 0));
+    for (uint64_t p = first; p <= last; p++) {
+        cb_waiter_t w = { 0 };
+        cb_msg_t m = { .type = M_MOVE, .a = p, .b = (uint64_t)node };
+        cb_call(0, &m, NULL, 0, &w);
+        if (w.value != 0)
+            return -1;
+        if (node != cb.self)
+            cb_home_set(p, node);
+    }
+    return 0;
+}

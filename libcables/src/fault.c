@@ -1,0 +1,99 @@
+/* fault.c: the fault path.  A SIGSEGV in the application view becomes a
+ * protocol event of the page state machine.  It takes no lock that the
+ * interrupted code may hold (no malloc, no stdio): it owns the page through
+ * its state word, hands remote work to the communication thread and sleeps
+ * until that is done.  Other threads faulting on the same page sleep on the
+ * same word: one fetch serves them all. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static struct sigaction app_segv; /* what the application (or libc) had */
+
+static void fetch(uint64_t p, int home)
+{
+    uint64_t t0 = cb_now_ns();
+    for (;;) {
+        cb_waiter_t w = { .dst = cb_proto_page(p) };
+        cb_msg_t m = { .type = M_FETCH, .a = p };
+        cb_call(home, &m, NULL, 0, &w);
+        if (w.value == 0)
+            break;
+        home = (int)w.value2; /* the home moved: follow it */
+        cb_home_set(p, home);
+    }
+    STAT_ADD(pages_fetched, 1);
+    STAT_ADD(fetch_ns, cb_now_ns() - t0);
+}
+
+int cb_fault(uint64_t p, bool write)
+{
+    uint32_t s = cb_page_own(p);
+    int home = cb_home_get(p);
+    if (home < 0) {
+        cb_page_unown(p, s);
+        return -1;
+    }
+    bool is_home = home == cb.self;
+    cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
+    if (st.act & ACT_FETCH)
+        fetch(p, home);
+    if (st.act & ACT_TWIN) {
+        memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);
+        STAT_ADD(twins, 1);
+    }
+    if (st.act & ACT_LIST)
+        cb_dirty_push(p);
+    if (st.act & ACT_PROTECT)
+        cb_page_protect(p, 1, cb_page_prot(st.next));
+    if (st.act) {
+        if (write) STAT_ADD(write_faults, 1);
+        else STAT_ADD(read_faults, 1);
+        if (is_home) STAT_ADD(home_faults, 1);
+    }
+    cb_page_unown(p, st.next);
+    return 0;
+}
+
+static void say(const char *s) { if (write(2, s, strlen(s)) < 0) {} }
+
+static void on_segv(int sig, siginfo_t *si, void *ucv)
+{
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (cb_in_gas(a) && si->si_code == SEGV_ACCERR) {
+        int saved = errno;
+        ucontext_t *uc = ucv;
+        bool write = uc->uc_mcontext.gregs[REG_ERR] & 2;
+        if (cb_fault(cb_page_of(a), write) == 0) {
+            errno = saved;
+            return;
+        }
+        say("cables: segmentation fault: access to unallocated shared memory\n");
+    }
+    /* not ours: what the program would have had without us */
+    if (app_segv.sa_flags & SA_SIGINFO && app_segv.sa_sigaction) {
+        app_segv.sa_sigaction(sig, si, ucv);
+        return;
+    }
+    if (app_segv.sa_handler != SIG_DFL && app_segv.sa_handler != SIG_IGN) {
+        app_segv.sa_handler(sig);
+        return;
+    }
+    signal(SIGSEGV, SIG_DFL); /* returning re-executes the access and dies */
+}
+
+void cb_fault_init(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &app_segv))
+        cb_die("cannot install the SIGSEGV handler: %s", strerror(errno));
+}

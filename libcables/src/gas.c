@@ -1,0 +1,200 @@
+/* gas.c: the global address space.  One memfd store holds this node's
+ * pages (homes and copies) at their GAS offsets; it is mapped twice: the
+ * protocol view (contiguous, read-write, registered with UCX once) and the
+ * application view at CB_GAS_BASE, whose per-page protection is the
+ * coherence state.  Contiguous offsets let equally protected neighbours
+ * share one kernel mapping. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+cb_ctx_t cb;
+
+static void *reserve(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        cb_die("cannot reserve %zu bytes of address space for page tables: %s",
+               len, strerror(errno));
+    return p;
+}
+
+void cb_gas_init(void)
+{
+    cb.ps = cb.cfg.page_size;
+    cb.npages = cb.cfg.gas_size / cb.ps;
+    cb.memfd = memfd_create("cables-store", MFD_CLOEXEC);
+    if (cb.memfd < 0 || ftruncate(cb.memfd, (off_t)cb.cfg.gas_size))
+        cb_die("cannot create the %zu-byte page store (CABLES_GAS_SIZE): %s",
+               cb.cfg.gas_size, strerror(errno));
+    cb.proto = mmap(NULL, cb.cfg.gas_size, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_NORESERVE, cb.memfd, 0);
+    if (cb.proto == MAP_FAILED)
+        cb_die("cannot map the protocol view (CABLES_GAS_SIZE=%zu): %s",
+               cb.cfg.gas_size, strerror(errno));
+    cb.app = mmap((void *)CB_GAS_BASE, cb.cfg.gas_size, PROT_NONE,
+                  MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, cb.memfd, 0);
+    if (cb.app != (void *)CB_GAS_BASE)
+        cb_die("cannot reserve the global address space at %#llx (+%zu bytes): %s; "
+               "lower CABLES_GAS_SIZE", CB_GAS_BASE, cb.cfg.gas_size,
+               cb.app == MAP_FAILED ? strerror(errno) : "address taken");
+    cb.twins = reserve(cb.cfg.gas_size);
+    cb.pst = reserve(cb.npages * sizeof *cb.pst);
+    cb.home = reserve(cb.npages * sizeof *cb.home);
+    cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));
+    cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));
+    pthread_mutex_init(&cb.release_mu, NULL);
+    pthread_mutex_init(&cb.dirty_mu, NULL);
+}
+
+void cb_gas_fini(void)
+{
+    munmap(cb.app, cb.cfg.gas_size);
+}
+
+bool cb_in_gas(uintptr_t a)
+{
+    return cb.app && a >= CB_GAS_BASE && a < CB_GAS_BASE + cb.cfg.gas_size;
+}
+
+uint32_t cb_page_own(uint64_t p)
+{
+    _Atomic uint32_t *w = &cb.pst[p];
+    for (;;) {
+        uint32_t s = atomic_load(w);
+        if (s & PG_BUSY) {
+            if (!(s & PG_WAITERS) &&
+                !atomic_compare_exchange_weak(w, &s, s | PG_WAITERS))
+                continue;
+            cb_futex_wait(w, s | PG_WAITERS);
+            continue;
+        }
+        if (atomic_compare_exchange_weak(w, &s, s | PG_BUSY))
+            return s;
+    }
+}
+
+void cb_page_unown(uint64_t p, uint32_t state)
+{
+    uint32_t old = atomic_exchange(&cb.pst[p], state & ~(uint32_t)(PG_BUSY | PG_WAITERS));
+    if (old & PG_WAITERS)
+        cb_futex_wake(&cb.pst[p]);
+}
+
+void cb_page_protect(uint64_t p, uint64_t n, int prot)
+{
+    if (mprotect(cb_app_page(p), n * cb.ps, prot) == 0)
+        return;
+    if (errno == ENOMEM) {
+        unsigned long max = 0;
+        FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+        if (f) { if (fscanf(f, "%lu", &max) != 1) max = 0; fclose(f); }
+        cb_die("node %d: the kernel's limit on memory mappings is reached "
+               "(vm.max_map_count=%lu): too many shared pages with different "
+               "access rights; raise it (sysctl -w vm.max_map_count=%lu) or use a "
+               "larger CABLES_PAGE_SIZE", cb.self, max, max * 4);
+    }
+    cb_die("node %d: mprotect of shared page %llu failed: %s", cb.self,
+           (unsigned long long)p, strerror(errno));
+}
+
+void cb_dirty_push(uint64_t p)
+{
+    pthread_mutex_lock(&cb.dirty_mu);
+    cb.dirty[cb.dirty_cur][cb.ndirty++] = (uint32_t)p;
+    pthread_mutex_unlock(&cb.dirty_mu);
+}
+
+uint32_t cb_dirty_take(uint32_t **list)
+{
+    pthread_mutex_lock(&cb.dirty_mu);
+    uint32_t n = cb.ndirty;
+    *list = cb.dirty[cb.dirty_cur];
+    cb.dirty_cur ^= 1;
+    cb.ndirty = 0;
+    pthread_mutex_unlock(&cb.dirty_mu);
+    return n;
+}
+
+/* ---- allocation: the master hands out page-aligned ranges ---- */
+static uint64_t next_page; /* master only, comm thread only */
+
+static uint64_t alloc_pages(uint64_t npages)
+{
+    if (npages > cb.npages - next_page)
+        return ~0ull;
+    uint64_t first = next_page;
+    next_page += npages;
+    return first;
+}
+
+void cb_on_alloc(const cb_msg_t *m)
+{
+    uint64_t npages = (m->a + cb.ps - 1) / cb.ps;
+    if (npages == 0)
+        npages = 1;
+    uint64_t first = alloc_pages(npages);
+    if (first != ~0ull)
+        cb_dir_add_alloc(first, npages, (cables_policy_t)m->b, (int)m->c);
+    cb_msg_t r = { .type = M_ALLOC_REPLY, .a = first,
+                   .b = (cb.npages - next_page) * cb.ps };
+    cb_reply(m, &r, NULL, 0, false);
+}
+
+void cb_on_free(const cb_msg_t *m)
+{
+    (void)m; /* ranges are not reused yet: the GAS heap comes with pthread_shim */
+}
+
+void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
+{
+    if (policy == CABLES_POLICY_DEFAULT) {
+        policy = cb.cfg.policy;
+        node = cb.cfg.policy_node;
+    }
+    if (policy == CABLES_POLICY_FIXED && (node < 0 || node >= CB_MAX_NODES)) {
+        fprintf(stderr, "cables: cables_alloc_placed: node %d is not a node number\n", node);
+        return NULL;
+    }
+    cb_waiter_t w = { 0 };
+    cb_msg_t m = { .type = M_ALLOC, .a = size, .b = (uint64_t)policy, .c = (uint64_t)node };
+    cb_call(0, &m, NULL, 0, &w);
+    if ((uint64_t)w.value == ~0ull) {
+        fprintf(stderr, "cables: node %d: the global address space is exhausted: an allocation "
+                "of %zu bytes does not fit in CABLES_GAS_SIZE=%zu (%llu bytes free); raise "
+                "CABLES_GAS_SIZE\n", cb.self, size, cb.cfg.gas_size,
+                (unsigned long long)w.value2);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return cb_app_page((uint64_t)w.value);
+}
+
+void *cables_alloc(size_t size)
+{
+    return cables_alloc_placed(size, CABLES_POLICY_DEFAULT, 0);
+}
+
+void cables_free(void *p)
+{
+    if (!p)
+        return;
+    cb_msg_t m = { .type = M_FREE, .a = (uintptr_t)p };
+    cb_send(0, &m, NULL, 0, false);
+}
+
+size_t cables_page_size(void) { return cb.ps; }
+
+size_t cables_memory_used(void)
+{
+    struct stat st;
+    if (fstat(cb.memfd, &st))
+        return 0;
+    return (size_t)st.st_blocks * 512;
+}

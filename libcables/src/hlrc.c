@@ -1,0 +1,261 @@
+/* hlrc.c: home-based lazy release consistency.  A release diffs every copy
+ * written in the interval against its twin, sends the diffs to the homes,
+ * waits for them to be applied, then closes the interval with its write
+ * notices.  An acquire invalidates the copies named by the notices it has
+ * not applied yet.  Knowledge of notices (the log, vc) and their
+ * application (applied) are kept apart: the communication thread may learn
+ * notices at any time, but only an acquiring thread invalidates. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static cb_wnlog_t wlog[CB_MAX_NODES]; /* wlog[m].iv[j-1]: interval j of node m */
+static cb_vc_t vc;                     /* intervals known: a prefix per node */
+static cb_vc_t applied;                /* intervals whose copies we invalidated */
+static uint32_t known[CB_MAX_NODES][CB_MAX_NODES]; /* node k knows at least */
+
+void cb_hlrc_init(void) {}
+
+static void log_append(int m, uint32_t npages, uint32_t *pages)
+{
+    cb_wnlog_t *l = &wlog[m];
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        l->iv = realloc(l->iv, l->cap * sizeof *l->iv);
+        if (!l->iv)
+            cb_die("out of memory for write notices");
+    }
+    l->iv[l->n++] = (cb_interval_t){ npages, pages };
+    vc[m] = l->n;
+}
+
+void cb_vc_get(uint32_t *out)
+{
+    pthread_mutex_lock(&log_mu);
+    memcpy(out, vc, sizeof vc);
+    pthread_mutex_unlock(&log_mu);
+}
+
+void cb_known_update(int k, const uint32_t *v)
+{
+    pthread_mutex_lock(&log_mu);
+    for (int m = 0; m < CB_MAX_NODES; m++)
+        if (v[m] > known[k][m])
+            known[k][m] = v[m];
+    pthread_mutex_unlock(&log_mu);
+}
+
+void cb_known_get(int k, uint32_t *out)
+{
+    pthread_mutex_lock(&log_mu);
+    memcpy(out, known[k], sizeof known[k]);
+    pthread_mutex_unlock(&log_mu);
+}
+
+/* [u32 nn][u32 vc[nn]][u32 from[nn]] then per node per interval:
+ * [u32 npages][u32 pages...] */
+void *cb_notices_encode(const uint32_t *from, size_t *len)
+{
+    pthread_mutex_lock(&log_mu);
+    uint32_t nn = (uint32_t)atomic_load(&cb.nnodes), f[CB_MAX_NODES];
+    size_t n = 4 + 8 * (size_t)nn;
+    for (uint32_t m = 0; m < nn; m++) {
+        f[m] = from[m] < vc[m] ? from[m] : vc[m];
+        for (uint32_t j = f[m]; j < vc[m]; j++)
+            n += 4 + 4 * (size_t)wlog[m].iv[j].npages;
+    }
+    uint32_t *b = malloc(n), *q = b;
+    if (!b)
+        cb_die("out of memory encoding write notices");
+    *q++ = nn;
+    memcpy(q, vc, 4 * nn); q += nn;
+    memcpy(q, f, 4 * nn); q += nn;
+    for (uint32_t m = 0; m < nn; m++)
+        for (uint32_t j = f[m]; j < vc[m]; j++) {
+            *q++ = wlog[m].iv[j].npages;
+            memcpy(q, wlog[m].iv[j].pages, 4 * (size_t)wlog[m].iv[j].npages);
+            q += wlog[m].iv[j].npages;
+        }
+    pthread_mutex_unlock(&log_mu);
+    *len = n;
+    return b;
+}
+
+void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
+{
+    const uint32_t *q = buf, *end = (const uint32_t *)((const uint8_t *)buf + len);
+    uint32_t nn = *q++;
+    if (nn > CB_MAX_NODES || len < 4 + 8 * (size_t)nn)
+        cb_die("node %d: malformed write notices", cb.self);
+    const uint32_t *svc = q, *from = q + nn;
+    q += 2 * nn;
+    uint64_t fresh = 0;
+    pthread_mutex_lock(&log_mu);
+    for (uint32_t m = 0; m < nn; m++) {
+        if (from[m] > vc[m])
+            cb_die("node %d: write notices of node %u from interval %u but only %u known "
+                   "(protocol error)", cb.self, m, from[m] + 1, vc[m]);
+        for (uint32_t j = from[m]; j < svc[m]; j++) {
+            uint32_t np = *q++;
+            if (q + np > end)
+                cb_die("node %d: truncated write notices", cb.self);
+            if (j == vc[m] && (int)m != cb.self) {
+                uint32_t *pages = malloc(4 * (size_t)np + 1);
+                memcpy(pages, q, 4 * (size_t)np);
+                log_append((int)m, np, pages);
+                fresh += np;
+            }
+            q += np;
+        }
+    }
+    pthread_mutex_unlock(&log_mu);
+    STAT_ADD(write_notices_received, fresh);
+    if (vc_out) {
+        memset(vc_out, 0, sizeof(cb_vc_t));
+        memcpy(vc_out, svc, 4 * nn);
+    }
+}
+
+/* Diff a dirty copy (already write-protected) and send it to its home. */
+static void send_diff(uint64_t p, cb_waiter_t *acks)
+{
+    uint8_t *d = malloc(cb_diff_max(cb.ps));
+    if (!d)
+        cb_die("out of memory for a diff");
+    size_t n = cb_diff_encode(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps, d);
+    if (n == 0) {
+        free(d);
+        return;
+    }
+    STAT_ADD(diffs_sent, 1);
+    STAT_ADD(diff_bytes_sent, n);
+    atomic_fetch_add(&acks->pending, 1);
+    cb_msg_t m = { .type = M_DIFF, .a = p, .waiter = (uintptr_t)acks };
+    cb_send(cb_home_cached(p), &m, d, n, true);
+}
+
+void cb_release(void)
+{
+    uint32_t *list;
+    pthread_mutex_lock(&cb.release_mu);
+    uint32_t n = cb_dirty_take(&list);
+    if (n == 0) {
+        pthread_mutex_unlock(&cb.release_mu);
+        return;
+    }
+    cb_waiter_t acks = { 0 };
+    uint32_t *pages = malloc(4 * (size_t)n);
+    if (!pages)
+        cb_die("out of memory closing an interval");
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t p = list[i];
+        pages[i] = (uint32_t)p;
+        uint32_t s = cb_page_own(p);
+        cb_page_step_t st = cb_page_next(s, cb_home_cached(p) == cb.self, EV_RELEASE);
+        if (st.act & ACT_PROTECT)
+            cb_page_protect(p, 1, cb_page_prot(st.next));
+        if (st.act & ACT_DIFF)
+            send_diff(p, &acks);
+        cb_page_unown(p, st.next);
+    }
+    cb_waiter_wait_pending(&acks);
+    pthread_mutex_lock(&log_mu);
+    log_append(cb.self, n, pages);
+    applied[cb.self] = vc[cb.self];
+    pthread_mutex_unlock(&log_mu);
+    STAT_ADD(write_notices_made, n);
+    pthread_mutex_unlock(&cb.release_mu);
+}
+
+void cb_acquire(const uint32_t *target)
+{
+    pthread_mutex_lock(&cb.release_mu);
+    size_t np = 0, cap = 0;
+    uint32_t *pages = NULL;
+    pthread_mutex_lock(&log_mu);
+    for (int m = 0; m < atomic_load(&cb.nnodes); m++) {
+        if (m == cb.self || target[m] <= applied[m])
+            continue;
+        if (target[m] > vc[m])
+            cb_die("node %d: acquire of node %d's interval %u before its notice (protocol error)",
+                   cb.self, m, target[m]);
+        for (uint32_t j = applied[m]; j < target[m]; j++) {
+            cb_interval_t *iv = &wlog[m].iv[j];
+            if (np + iv->npages > cap) {
+                cap = (np + iv->npages) * 2;
+                pages = realloc(pages, 4 * cap);
+                if (!pages)
+                    cb_die("out of memory applying write notices");
+            }
+            memcpy(pages + np, iv->pages, 4 * (size_t)iv->npages);
+            np += iv->npages;
+        }
+        applied[m] = target[m];
+    }
+    pthread_mutex_unlock(&log_mu);
+
+    cb_waiter_t acks = { 0 };
+    for (size_t i = 0; i < np; i++) {
+        uint64_t p = pages[i];
+        uint32_t s = cb_page_own(p);
+        cb_page_step_t st = cb_page_next(s, cb_home_cached(p) == cb.self, EV_INVALIDATE);
+        if (st.act & ACT_PROTECT) {
+            cb_page_protect(p, 1, PROT_NONE);
+            STAT_ADD(invalidations, 1);
+        }
+        if (st.act & ACT_DIFF)
+            send_diff(p, &acks); /* our own writes to it must reach the home first */
+        cb_page_unown(p, st.next);
+    }
+    cb_waiter_wait_pending(&acks);
+    free(pages);
+    pthread_mutex_unlock(&cb.release_mu);
+}
+
+/* ---- at the home (communication thread) ---- */
+
+/* A request for a page this node does not know it is home of: learn the
+ * home from the master (the reply fills the cache), then retry. */
+static bool home_unknown(const cb_msg_t *m, const void *p, size_t len, uint64_t page)
+{
+    if (cb_home_cached(page) >= 0)
+        return false;
+    cb_msg_t q = { .type = M_DIR_LOOKUP, .a = page, .b = 1 };
+    cb_send(0, &q, NULL, 0, false);
+    cb_defer(m, p, len);
+    return true;
+}
+
+void cb_on_fetch(const cb_msg_t *m)
+{
+    uint64_t p = m->a;
+    if (p >= cb.npages || home_unknown(m, NULL, 0, p))
+        return;
+    int h = cb_home_cached(p);
+    cb_msg_t r = { .type = M_PAGE, .a = h == cb.self ? 0 : 1, .b = (uint64_t)h };
+    if (h == cb.self)
+        cb_reply(m, &r, cb_proto_page(p), cb.ps, false);
+    else
+        cb_reply(m, &r, NULL, 0, false);
+}
+
+void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
+{
+    uint64_t p = m->a;
+    if (p >= cb.npages || home_unknown(m, d, len, p))
+        return;
+    int h = cb_home_cached(p);
+    if (h != cb.self) {
+        cb_forward(h, m, d, len); /* the home moved away */
+        return;
+    }
+    if (cb_diff_apply(cb_proto_page(p), cb.ps, d, len))
+        cb_die("node %d: malformed diff for page %llu from node %d", cb.self,
+               (unsigned long long)p, m->src);
+    STAT_ADD(diffs_applied, 1);
+    cb_msg_t r = { .type = M_DIFF_ACK };
+    cb_reply(m, &r, NULL, 0, false);
+}

@@ -1,0 +1,249 @@
+/* libcables internals: the per-node context and every module's private API,
+ * grouped by the file that defines it.
+ *
+ * Who calls whom: application threads enter through api.c / sync objects /
+ * fault.c; they never touch UCX.  They post messages to the communication
+ * thread (comm.c), which alone drives UCX (transport.c) and owns all manager
+ * state (directory, lock tails, barrier trees, cond queues, thread table).
+ * The runtime reads and writes shared data only through the protocol view
+ * (ctx.proto), never the application view, so it never faults on itself. */
+#ifndef CABLES_INTERNAL_H
+#define CABLES_INTERNAL_H
+
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cables.h"
+
+#define CB_MAX_NODES 64
+#define CB_GAS_BASE  0x100000000000ULL /* 16 TiB: the same in every node */
+
+/* ---- status: one type for every error ---- */
+typedef enum { CB_OK = 0, CB_ERR = -1 } cb_status_t;
+
+/* ---- page state word (page.c): one 32-bit word per page, futex-waitable */
+enum {
+    PG_NONE = 0,   /* no access: invalid copy, or never touched */
+    PG_RO = 1,     /* valid copy or clean home page, read-only */
+    PG_RW = 2,     /* written this interval: twinned copy or home page */
+    PG_ACC = 3,    /* mask of the access bits above */
+    PG_BUSY = 1u << 2,    /* one thread is changing the page; others wait */
+    PG_WAITERS = 1u << 3, /* someone sleeps on the word: wake on unbusy */
+    PG_LISTED = 1u << 4,  /* in this interval's dirty list: notice pending */
+};
+enum cb_page_event { EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_INVALIDATE };
+enum {
+    ACT_FETCH = 1, ACT_TWIN = 2, ACT_LIST = 4, ACT_DIFF = 8,
+    ACT_PROTECT = 16, /* set the application view's protection to next's */
+};
+typedef struct { uint32_t next; unsigned act; } cb_page_step_t;
+/* page.c */
+cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev);
+int cb_page_prot(uint32_t state);
+
+/* diff.c: byte-exact runs where page differs from twin:
+ * [u32 offset][u32 length][bytes], repeated. */
+size_t cb_diff_encode(const uint8_t *page, const uint8_t *twin, size_t size, uint8_t *out);
+size_t cb_diff_max(size_t size);
+int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len);
+
+/* config.c */
+typedef struct {
+    size_t gas_size, page_size;
+    cables_policy_t policy;
+    int policy_node;
+    bool stats;
+    double dead_timeout; /* seconds without a message before a peer is dead */
+} cb_config_t;
+int cb_parse_size(const char *s, size_t *out);
+int cb_parse_policy(const char *s, cables_policy_t *p, int *node);
+void cb_config_load(cb_config_t *c); /* exits with a message on bad input */
+void cb_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* ---- waiting: futex words (sys.c) ---- */
+void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
+void cb_futex_wake(_Atomic uint32_t *w);
+uint64_t cb_now_ns(void);
+
+/* A thread waiting for the communication thread: it sleeps on done. */
+typedef struct cb_waiter {
+    _Atomic uint32_t done;
+    int64_t value, value2; /* a reply's scalars (its a and b) */
+    void *data;          /* reply payload, malloc'd by the comm thread */
+    size_t len;
+    void *dst;           /* where a page reply is copied (fault path) */
+    _Atomic uint32_t pending; /* outstanding acks (diffs of a release) */
+} cb_waiter_t;
+void cb_waiter_wait(cb_waiter_t *w);
+void cb_waiter_wake(cb_waiter_t *w);
+void cb_waiter_wait_pending(cb_waiter_t *w);
+bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline_ns);
+
+/* ---- messages (comm.c) ---- */
+enum cb_msg_type {
+    M_HELLO = 1, M_TABLE, M_HEARTBEAT, M_SHUTDOWN, M_BYE,
+    M_DIR_LOOKUP, M_DIR_REPLY, M_ALLOC, M_ALLOC_REPLY, M_FREE,
+    M_FETCH, M_PAGE, M_DIFF, M_DIFF_ACK,
+    M_LOCK_REQ, M_LOCK_FWD, M_LOCK_GRANT,
+    M_BAR_ARRIVE, M_BAR_RELEASE,
+    M_COND_WAIT, M_COND_WAKE, M_COND_SIGNAL, M_COND_CANCEL, M_REPLY,
+    M_SPAWN, M_THREAD_EXIT, M_JOIN, M_JOIN_REPLY,
+    M_MOVE, M_MOVE_PAGE, M_MOVE_DONE,
+    M_TYPES
+};
+typedef struct {
+    uint32_t type;
+    int32_t src;
+    uint64_t waiter; /* the sender's cb_waiter_t *, echoed in replies */
+    uint64_t a, b, c, d; /* type-specific scalars */
+} cb_msg_t;          /* followed by a type-specific payload */
+
+/* Send hdr+payload to node dst (dst may be self).  Callable from any
+ * thread; never blocks on the network.  With own=true the payload is a
+ * malloc'd buffer whose ownership passes to the runtime. */
+void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own);
+/* Send and sleep until the reply wakes w. */
+void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w);
+/* Reply to a request: echoes req->waiter. */
+void cb_reply(const cb_msg_t *req, cb_msg_t *hdr, const void *payload, size_t len, bool own);
+/* Forward a message, keeping its source and waiter (replies go to them). */
+void cb_forward(int dst, const cb_msg_t *m, const void *payload, size_t len);
+/* comm-thread only: retry the message on a later turn of the loop. */
+void cb_defer(const cb_msg_t *m, const void *payload, size_t len);
+void cb_comm_start(void); /* transport up, thread not yet */
+void cb_comm_run(void);
+void cb_comm_stop(void);
+/* comm-thread only: deliver a message that arrived (or was sent to self). */
+void cb_dispatch(const cb_msg_t *m, const void *payload, size_t len);
+
+/* transport.c: UCX, used by the comm thread only */
+int cb_xport_init(void);            /* context + worker; returns event fd */
+void cb_xport_fini(void);
+size_t cb_xport_address(void **addr); /* this worker's address */
+void cb_xport_add_peer(int node, const void *addr, size_t len);
+const void *cb_xport_peer_address(int node, size_t *len);
+int cb_xport_send(int dst, void *buf, size_t len); /* takes buf (malloc'd) */
+bool cb_xport_progress(void);
+bool cb_xport_arm(void);  /* true: safe to sleep on the event fd */
+void cb_xport_signal(void);
+void cb_xport_flush(void);
+
+/* ---- write notices and intervals (hlrc.c) ---- */
+typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
+typedef struct { cb_interval_t *iv; uint32_t n, cap; } cb_wnlog_t;
+typedef uint32_t cb_vc_t[CB_MAX_NODES];
+
+void cb_hlrc_init(void);
+void cb_release(void);                 /* flush this node's writes to homes */
+void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
+/* Encode the notices in (from, my vc] into a malloc'd buffer. */
+void *cb_notices_encode(const uint32_t *from, size_t *len);
+/* Merge encoded notices into the log; returns the sender's vc in vc_out. */
+void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out);
+void cb_known_update(int node, const uint32_t *vc); /* node knows at least vc */
+void cb_known_get(int node, uint32_t *vc);
+void cb_vc_get(uint32_t *vc);
+/* comm-thread handlers */
+void cb_on_diff(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_fetch(const cb_msg_t *m);
+void cb_on_page(const cb_msg_t *m, const void *p, size_t len);
+
+/* ---- global address space (gas.c) ---- */
+static inline uintptr_t cb_gas_base(void) { return CB_GAS_BASE; }
+void cb_gas_init(void);
+void cb_gas_fini(void);
+bool cb_in_gas(uintptr_t a);
+/* Lock-free page ownership: take BUSY (sleeping while another has it). */
+uint32_t cb_page_own(uint64_t p);
+void cb_page_unown(uint64_t p, uint32_t state);
+void cb_page_protect(uint64_t p, uint64_t n, int prot); /* dies on map-count limit */
+void cb_dirty_push(uint64_t p);
+uint32_t cb_dirty_take(uint32_t **list); /* swap lists; caller holds release_mu */
+/* comm-thread handlers for allocation */
+void cb_on_alloc(const cb_msg_t *m);
+void cb_on_free(const cb_msg_t *m);
+
+/* directory.c: home of each page; the master keeps the directory */
+int cb_home_get(uint64_t p);      /* may ask the master; -1 = not allocated */
+
+void cb_on_dir_lookup(const cb_msg_t *m);
+void cb_on_move(const cb_msg_t *m);
+void cb_on_move_page(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_move_done(const cb_msg_t *m);
+/* master: record allocation range with its policy */
+void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node);
+
+/* fault.c */
+void cb_fault_init(void);
+int cb_fault(uint64_t p, bool write); /* 0, or -1 if not a shared page */
+
+/* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
+void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_bar_release(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_cond_wait(const cb_msg_t *m);
+void cb_on_cond_signal(const cb_msg_t *m);
+void cb_on_cond_cancel(const cb_msg_t *m);
+void cb_on_cond_wake(const cb_msg_t *m);
+void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_thread_exit(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_join(const cb_msg_t *m);
+
+/* node.c: start, attach, shutdown, failure */
+void cb_node_start(int *argc, char ***argv);
+void cb_node_serve(void);   /* non-master nodes: serve until shutdown */
+void cb_node_finish(void);
+void cb_on_hello(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_table(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_shutdown(const cb_msg_t *m);
+void cb_on_bye(const cb_msg_t *m);
+void cb_heard_from(int node);
+void cb_check_peers(void);           /* comm thread, periodically */
+void cb_peer_failed(int node, const char *why) __attribute__((noreturn));
+int cb_pick_node(void);
+
+/* stats.c */
+extern cables_stats_t cb_stats;
+#define STAT_ADD(f, v) atomic_fetch_add_explicit((_Atomic uint64_t *)&cb_stats.f, (v), memory_order_relaxed)
+
+/* ---- the per-node context ---- */
+typedef struct {
+    cb_config_t cfg;
+    int self;
+    _Atomic int nnodes;
+    bool multi;          /* started by the launcher (MPI) */
+    size_t ps;           /* page size */
+    uint64_t npages;
+    /* memory: one memfd store, mapped twice */
+    int memfd;
+    uint8_t *proto;      /* protocol view: contiguous, registered with UCX */
+    uint8_t *app;        /* application view: at CB_GAS_BASE */
+    uint8_t *twins;      /* twin of page p at twins + p * ps */
+    _Atomic uint32_t *pst;  /* page state words */
+    _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
+    /* interval bookkeeping */
+    pthread_mutex_t release_mu; /* serializes releases and acquires */
+    pthread_mutex_t dirty_mu;
+    uint32_t *dirty[2];
+    uint32_t ndirty, dirty_cur;
+    /* node table */
+    pid_t pids[CB_MAX_NODES];
+    char hosts[CB_MAX_NODES][64];
+    _Atomic bool stopping;
+} cb_ctx_t;
+extern cb_ctx_t cb;
+
+static inline uint8_t *cb_proto_page(uint64_t p) { return cb.proto + p * cb.ps; }
+static inline uint8_t *cb_app_page(uint64_t p) { return cb.app + p * cb.ps; }
+static inline int cb_home_cached(uint64_t p) { return atomic_load(&cb.home[p]) - 1; }
+static inline void cb_home_set(uint64_t p, int node) { atomic_store(&cb.home[p], (int16_t)(node + 1)); }
+static inline uint64_t cb_page_of(uintptr_t a) { return (a - CB_GAS_BASE) / cb.ps; }
+
+#endif

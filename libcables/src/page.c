@@ -1,0 +1,53 @@
+/* page.c: the page state machine of the HLRC protocol, as a pure function.
+ * The fault path, release and acquire execute the actions it returns. */
+#include <sys/mman.h>
+
+#include "internal.h"
+
+int cb_page_prot(uint32_t state)
+{
+    switch (state & PG_ACC) {
+    case PG_RO: return PROT_READ;
+    case PG_RW: return PROT_READ | PROT_WRITE;
+    default: return PROT_NONE;
+    }
+}
+
+/* A home page never has a twin: writes at home are already in the home copy;
+ * it only needs a write notice.  A copy is fetched when invalid, twinned at
+ * its first write of an interval, and diffed at release. */
+cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
+{
+    uint32_t acc = state & PG_ACC, keep = state & PG_LISTED;
+    cb_page_step_t s = { state & ~(uint32_t)(PG_BUSY | PG_WAITERS), 0 };
+
+    switch (ev) {
+    case EV_READ_FAULT:
+        if (acc != PG_NONE)
+            return s; /* resolved by another thread */
+        s.next = keep | PG_RO;
+        s.act = ACT_PROTECT | (is_home ? 0 : ACT_FETCH);
+        return s;
+    case EV_WRITE_FAULT:
+        if (acc == PG_RW)
+            return s;
+        s.next = PG_LISTED | PG_RW;
+        s.act = ACT_PROTECT | (keep ? 0 : ACT_LIST);
+        if (!is_home)
+            s.act |= ACT_TWIN | (acc == PG_NONE ? ACT_FETCH : 0);
+        return s;
+    case EV_RELEASE: /* the page was in the dirty list */
+        s.next = acc == PG_RW ? PG_RO : acc;
+        if (acc == PG_RW)
+            s.act = ACT_PROTECT | (is_home ? 0 : ACT_DIFF);
+        return s;
+    case EV_INVALIDATE:
+        if (is_home || acc == PG_NONE)
+            return s;
+        /* a dirty copy is diffed before it goes; its notice stays pending */
+        s.next = keep | PG_NONE;
+        s.act = ACT_PROTECT | (acc == PG_RW ? ACT_DIFF : 0);
+        return s;
+    }
+    return s;
+}

@@ -1,0 +1,48 @@
+/* start.c: how a relinked program starts.  libc's __libc_start_main is
+ * wrapped: every node runs the program's constructors; the master then
+ * runs main, every other node serves the runtime until the master ends.
+ * Nodes of a multi-node run re-execute themselves once with address space
+ * randomization off, so that code and data have the same addresses in
+ * every node (a function pointer means the same thing everywhere). */
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/personality.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef int (*main_fn)(int, char **, char **);
+static main_fn app_main;
+
+static void at_exit(void) { cb_node_finish(); }
+
+static int cables_main(int argc, char **argv, char **envp)
+{
+    cb_node_start(&argc, &argv);
+    if (cb.self != 0)
+        cb_node_serve(); /* does not return */
+    atexit(at_exit);
+    return app_main(argc, argv, envp);
+}
+
+typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
+                        void (*)(void), void *);
+
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+    start_fn real = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+    if (!real)
+        cb_die("cannot find libc's __libc_start_main");
+    if (getenv("OMPI_COMM_WORLD_SIZE") && !getenv("CABLES_ASLR_OK")) {
+        int pers = personality(0xffffffff);
+        if (pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
+            personality((unsigned long)pers | ADDR_NO_RANDOMIZE) != -1) {
+            setenv("CABLES_ASLR_OK", "1", 1);
+            execv("/proc/self/exe", argv);
+        }
+    }
+    app_main = main;
+    return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
+}

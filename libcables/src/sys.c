@@ -1,0 +1,64 @@
+/* sys.c: futex waiting, clocks, the waiter handshake with the comm thread. */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void cb_futex_wait(_Atomic uint32_t *w, uint32_t val)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+void cb_futex_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+uint64_t cb_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Spin briefly (a reply over shared memory takes a few microseconds), then
+ * sleep: the machine has 2 cores and a spinning waiter steals one. */
+void cb_waiter_wait(cb_waiter_t *w)
+{
+    for (int i = 0; i < 200; i++) {
+        if (atomic_load_explicit(&w->done, memory_order_acquire))
+            return;
+        __builtin_ia32_pause();
+    }
+    while (!atomic_load_explicit(&w->done, memory_order_acquire))
+        cb_futex_wait(&w->done, 0);
+}
+
+void cb_waiter_wake(cb_waiter_t *w)
+{
+    atomic_store_explicit(&w->done, 1, memory_order_release);
+    cb_futex_wake(&w->done);
+}
+
+void cb_waiter_wait_pending(cb_waiter_t *w)
+{
+    uint32_t v;
+    while ((v = atomic_load_explicit(&w->pending, memory_order_acquire)) != 0)
+        cb_futex_wait(&w->pending, v);
+}
+
+/* false when the timeout (absolute, CLOCK_MONOTONIC ns) passed first */
+bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)
+{
+    while (!atomic_load_explicit(&w->done, memory_order_acquire)) {
+        uint64_t now = cb_now_ns();
+        if (now >= deadline)
+            return false;
+        struct timespec ts = { (time_t)((deadline - now) / 1000000000ull),
+                               (long)((deadline - now) % 1000000000ull) };
+        syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    }
+    return true;
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian's packages (idempotent).
+set -euo pipefail
+pkgs=(build-essential pkg-config m4 libucx-dev ucx-utils libopenmpi-dev openmpi-bin
+      libnuma-dev libgtest-dev libgmock-dev uthash-dev procps util-linux)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
