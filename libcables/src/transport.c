@@ -1,6 +1,7 @@
 /* transport.c: UCX, driven by the communication thread alone.  Every
  * runtime message is one active message (forced eager: the receiver gets it
  * whole).  The page store is registered once, whole, for remote access. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucp/api/ucp.h>
@@ -14,6 +15,7 @@ static ucp_ep_h eps[CB_MAX_NODES];
 static void *peer_addr[CB_MAX_NODES];
 static size_t peer_len[CB_MAX_NODES];
 static ucp_address_t *my_addr;
+static ucp_err_handling_mode_t err_mode;
 static size_t my_len;
 
 static void check(ucs_status_t s, const char *what)
@@ -43,8 +45,26 @@ static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
         cb_peer_failed(node, ucs_status_string(status));
 }
 
+/* UCX 1.13's shared-memory transports cannot report a dead peer, and
+ * asking for peer failure reports would make UCX avoid them.  Ask only when
+ * the transports chosen all can (TCP); elsewhere the heartbeats of node.c
+ * find a dead node. */
+static ucp_err_handling_mode_t pick_err_mode(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    if (!tls || !*tls)
+        return UCP_ERR_HANDLING_MODE_NONE;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", tls);
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (strcmp(t, "tcp") && strcmp(t, "^sm"))
+            return UCP_ERR_HANDLING_MODE_NONE;
+    return UCP_ERR_HANDLING_MODE_PEER;
+}
+
 int cb_xport_init(void)
 {
+    err_mode = pick_err_mode();
     ucp_config_t *conf;
     check(ucp_config_read(NULL, NULL, &conf), "configuration (UCX_* environment)");
     ucp_params_t p = {
@@ -103,15 +123,10 @@ static ucp_ep_h ep_of(int node)
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER,
         .address = peer_addr[node],
-        .err_mode = UCP_ERR_HANDLING_MODE_PEER,
         .err_handler = { .cb = on_ep_error, .arg = (void *)(intptr_t)node },
     };
-    /* shared-memory transports of UCX 1.13 cannot report a dead peer; there
-     * the heartbeats of node.c find it */
-    if (ucp_ep_create(worker, &ep, &eps[node]) != UCS_OK) {
-        ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-        check(ucp_ep_create(worker, &ep, &eps[node]), "endpoint creation");
-    }
+    ep.err_mode = err_mode;
+    check(ucp_ep_create(worker, &ep, &eps[node]), "endpoint creation");
     return eps[node];
 }
 

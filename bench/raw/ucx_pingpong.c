@@ -1,0 +1,254 @@
+/* ucx_pingpong: the raw UCX baseline for bench/run.sh.  Two MPI ranks
+ * (started with mpirun -n 2) swap their UCX worker addresses over MPI, then
+ * ping-pong UCX active messages with busy-polling progress loops:
+ *   - round trip: 8-byte message, 8-byte answer;
+ *   - page fetch: 8-byte request, 4 KiB reply (how a page fetch travels).
+ * Every message is sent eager, as the runtime sends its own.  Each round
+ * trip is timed on its own (clock_gettime); rank 0 prints medians in
+ * microseconds as "KEY value" lines.
+ *
+ * Built by bench/run.sh with mpicc and NOT linked with libcables (whose
+ * start-up wrapper would take over main under mpirun).
+ *
+ * usage: mpirun -n 2 ucx_pingpong [ITERS] [WARMUP]   (defaults 5000, 500) */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <ucp/api/ucp.h>
+
+enum { AM_PING = 1, AM_PONG = 2, AM_REQ = 3, AM_PAGE = 4, AM_STOP = 5 };
+#define PAGE 4096
+
+static ucp_worker_h worker;
+static ucp_ep_h ep;
+static volatile int got_pong, got_page, pending_ping, pending_req, stop;
+static char page_out[PAGE], page_in[PAGE];
+static uint64_t word_out;
+
+static void die(const char *what, ucs_status_t s)
+{
+    fprintf(stderr, "ucx_pingpong: %s: %s\n", what, ucs_status_string(s));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static ucs_status_t on_am(void *arg, const void *hdr, size_t hlen, void *data, size_t len,
+                          const ucp_am_recv_param_t *param)
+{
+    (void)hdr; (void)hlen; (void)param;
+    switch ((int)(intptr_t)arg) {
+    case AM_PING: pending_ping++; break;
+    case AM_PONG: got_pong++; break;
+    case AM_REQ: pending_req++; break;
+    case AM_PAGE:
+        if (len == PAGE)
+            memcpy(page_in, data, PAGE);
+        got_page++;
+        break;
+    case AM_STOP: stop = 1; break;
+    }
+    return UCS_OK;
+}
+
+static void set_handler(unsigned id)
+{
+    ucp_am_handler_param_t hp = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_FLAGS | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = id,
+        .cb = on_am,
+        .arg = (void *)(intptr_t)id,
+        .flags = UCP_AM_FLAG_WHOLE_MSG,
+    };
+    ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &hp);
+    if (s != UCS_OK)
+        die("ucp_worker_set_am_recv_handler", s);
+}
+
+/* send and progress until the send buffer may be reused */
+static void send_am(unsigned id, const void *buf, size_t len)
+{
+    ucp_request_param_t rp = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                               .flags = UCP_AM_SEND_FLAG_EAGER };
+    ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, NULL, 0, buf, len, &rp);
+    if (r == NULL)
+        return;
+    if (UCS_PTR_IS_ERR(r))
+        die("ucp_am_send_nbx", UCS_PTR_STATUS(r));
+    while (ucp_request_check_status(r) == UCS_INPROGRESS)
+        ucp_worker_progress(worker);
+    ucs_status_t s = ucp_request_check_status(r);
+    ucp_request_free(r);
+    if (s != UCS_OK)
+        die("active message send", s);
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double pct(const double *sorted, int n, double p)
+{
+    int i = (int)(p * (n - 1) + 0.5);
+    return sorted[i];
+}
+
+/* rank 1: answer until told to stop */
+static void serve(void)
+{
+    for (int i = 0; i < PAGE; i++)
+        page_out[i] = (char)(i * 7 + 1);
+    while (!stop) {
+        ucp_worker_progress(worker);
+        while (pending_ping) {
+            pending_ping--;
+            send_am(AM_PONG, &word_out, sizeof word_out);
+        }
+        while (pending_req) {
+            pending_req--;
+            send_am(AM_PAGE, page_out, PAGE);
+        }
+    }
+}
+
+/* rank 0: one timed exchange per iteration */
+static void measure(int iters, int warmup, double *rtt, double *pg)
+{
+    for (int i = -warmup; i < iters; i++) {
+        double t0 = now_us();
+        int want = got_pong + 1;
+        send_am(AM_PING, &word_out, sizeof word_out);
+        while (got_pong < want)
+            ucp_worker_progress(worker);
+        if (i >= 0)
+            rtt[i] = now_us() - t0;
+    }
+    for (int i = -warmup; i < iters; i++) {
+        double t0 = now_us();
+        int want = got_page + 1;
+        send_am(AM_REQ, &word_out, sizeof word_out);
+        while (got_page < want)
+            ucp_worker_progress(worker);
+        if (i >= 0)
+            pg[i] = now_us() - t0;
+    }
+    for (int i = 0; i < PAGE; i++)
+        if (page_in[i] != (char)(i * 7 + 1)) {
+            fprintf(stderr, "ucx_pingpong: 4 KiB reply corrupted at byte %d\n", i);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    send_am(AM_STOP, &word_out, sizeof word_out);
+}
+
+int main(int argc, char **argv)
+{
+    int iters = argc > 1 ? atoi(argv[1]) : 5000;
+    int warmup = argc > 2 ? atoi(argv[2]) : 500;
+    if (iters < 1) iters = 1;
+    if (warmup < 0) warmup = 0;
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        if (rank == 0)
+            fprintf(stderr, "ucx_pingpong: run with exactly 2 ranks (mpirun -n 2)\n");
+        MPI_Finalize();
+        return 2;
+    }
+
+    ucp_config_t *conf;
+    ucs_status_t s = ucp_config_read(NULL, NULL, &conf);
+    if (s != UCS_OK) die("ucp_config_read", s);
+    ucp_params_t p = { .field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_AM };
+    ucp_context_h ctx;
+    s = ucp_init(&p, conf, &ctx);
+    ucp_config_release(conf);
+    if (s != UCS_OK) die("ucp_init", s);
+    ucp_worker_params_t wp = { .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                               .thread_mode = UCS_THREAD_MODE_SINGLE };
+    s = ucp_worker_create(ctx, &wp, &worker);
+    if (s != UCS_OK) die("ucp_worker_create", s);
+    for (unsigned id = AM_PING; id <= AM_STOP; id++)
+        set_handler(id);
+
+    /* swap worker addresses over MPI */
+    ucp_address_t *addr;
+    size_t alen;
+    s = ucp_worker_get_address(worker, &addr, &alen);
+    if (s != UCS_OK) die("ucp_worker_get_address", s);
+    uint64_t mylen = alen, peerlen;
+    int peer = 1 - rank;
+    MPI_Sendrecv(&mylen, 1, MPI_UINT64_T, peer, 0, &peerlen, 1, MPI_UINT64_T, peer, 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    void *paddr = malloc(peerlen);
+    MPI_Sendrecv(addr, (int)alen, MPI_BYTE, peer, 1, paddr, (int)peerlen, MPI_BYTE, peer, 1,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    ucp_ep_params_t ep_p = { .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                             .address = paddr };
+    s = ucp_ep_create(worker, &ep_p, &ep);
+    if (s != UCS_OK) die("ucp_ep_create", s);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (rank == 0) {
+        double *rtt = malloc(iters * sizeof *rtt), *pg = malloc(iters * sizeof *pg);
+        measure(iters, warmup, rtt, pg);
+        double m_rtt = median(rtt, iters), m_pg = median(pg, iters);
+        const char *tls = getenv("UCX_TLS");
+        printf("UCX_TLS %s\n", tls ? tls : "(default)");
+        printf("UCX_ITERS %d\n", iters);
+        printf("UCX_RTT_US %.3f\n", m_rtt);
+        printf("UCX_RTT_P10_US %.3f\n", pct(rtt, iters, 0.10));
+        printf("UCX_RTT_P90_US %.3f\n", pct(rtt, iters, 0.90));
+        printf("UCX_4K_US %.3f\n", m_pg);
+        printf("UCX_4K_P10_US %.3f\n", pct(pg, iters, 0.10));
+        printf("UCX_4K_P90_US %.3f\n", pct(pg, iters, 0.90));
+        fflush(stdout);
+        free(rtt);
+        free(pg);
+    } else {
+        serve();
+    }
+
+    /* drain outstanding traffic before tearing down */
+    ucp_request_param_t fp = { .op_attr_mask = 0 };
+    void *r = ucp_worker_flush_nbx(worker, &fp);
+    if (UCS_PTR_IS_PTR(r)) {
+        while (ucp_request_check_status(r) == UCS_INPROGRESS)
+            ucp_worker_progress(worker);
+        ucp_request_free(r);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    ucp_request_param_t cp = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                               .flags = UCP_EP_CLOSE_FLAG_FORCE };
+    r = ucp_ep_close_nbx(ep, &cp);
+    if (UCS_PTR_IS_PTR(r)) {
+        while (ucp_request_check_status(r) == UCS_INPROGRESS)
+            ucp_worker_progress(worker);
+        ucp_request_free(r);
+    }
+    ucp_worker_release_address(worker, addr);
+    ucp_worker_destroy(worker);
+    ucp_cleanup(ctx);
+    free(paddr);
+    MPI_Finalize();
+    return 0;
+}

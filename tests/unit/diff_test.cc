@@ -1,0 +1,199 @@
+// cb_diff_encode / cb_diff_apply / cb_diff_max: byte-exact diffs of a page
+// against its twin, for page sizes 4096 and 8192.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cb_unit.h"
+
+namespace {
+
+constexpr size_t kGuard = 64;   // canary bytes after every buffer
+constexpr uint8_t kCanary = 0xA5;
+
+uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+std::vector<uint8_t> run(uint32_t off, uint32_t len, uint8_t fill = 0x77)
+{
+    std::vector<uint8_t> d(8 + len, fill);
+    memcpy(d.data(), &off, 4);
+    memcpy(d.data() + 4, &len, 4);
+    return d;
+}
+
+class Diff : public ::testing::TestWithParam<size_t> {
+protected:
+    size_t ps = GetParam();
+    std::vector<uint8_t> twin, page;
+
+    void SetUp() override
+    {
+        std::mt19937 rng(1234);
+        twin.resize(ps);
+        for (auto &b : twin) b = (uint8_t)rng();
+        page = twin;
+    }
+
+    // Encodes page against twin, checks the diff fits cb_diff_max and holds
+    // only bytes that differ from the twin, applies it to a copy of the twin
+    // and checks the result is the page.  Returns the diff length.
+    size_t RoundTrip()
+    {
+        size_t max = cb_diff_max(ps);
+        std::vector<uint8_t> out(max + kGuard, kCanary);
+        size_t len = cb_diff_encode(page.data(), twin.data(), ps, out.data());
+        EXPECT_LE(len, max);
+        for (size_t i = max; i < out.size(); i++)
+            EXPECT_EQ(out[i], kCanary) << "encode wrote past cb_diff_max at " << i;
+
+        for (size_t n = 0; n < len;) {  // walk the runs: each byte must differ
+            uint32_t off = get32(&out[n]), l = get32(&out[n + 4]);
+            EXPECT_GT(l, 0u) << "empty run at diff offset " << n;
+            EXPECT_LE(off + (size_t)l, ps);
+            for (uint32_t k = 0; k < l && off + k < ps; k++)
+                EXPECT_NE(out[n + 8 + k], twin[off + k]) << "unchanged byte " << off + k << " in diff";
+            n += 8 + l;
+        }
+
+        std::vector<uint8_t> dst(twin);
+        dst.resize(ps + kGuard, kCanary);
+        EXPECT_EQ(cb_diff_apply(dst.data(), ps, out.data(), len), 0);
+        EXPECT_TRUE(std::equal(page.begin(), page.end(), dst.begin())) << "apply(encode) != page";
+        for (size_t i = ps; i < dst.size(); i++)
+            EXPECT_EQ(dst[i], kCanary);
+        return len;
+    }
+};
+
+TEST_P(Diff, NoChangeIsEmpty) { EXPECT_EQ(RoundTrip(), 0u); }
+
+TEST_P(Diff, SingleByteAtStart)
+{
+    page[0] ^= 1;
+    EXPECT_EQ(RoundTrip(), 8u + 1);
+}
+
+TEST_P(Diff, SingleByteInMiddle)
+{
+    page[ps / 2 + 3] ^= 0x80;
+    EXPECT_EQ(RoundTrip(), 8u + 1);
+}
+
+TEST_P(Diff, LastByte)
+{
+    page[ps - 1] ^= 0xFF;
+    EXPECT_EQ(RoundTrip(), 8u + 1);
+}
+
+TEST_P(Diff, LastWord)
+{
+    for (size_t i = ps - 8; i < ps; i++) page[i] = (uint8_t)~twin[i];
+    EXPECT_EQ(RoundTrip(), 8u + 8);
+}
+
+TEST_P(Diff, WholePage)
+{
+    for (size_t i = 0; i < ps; i++) page[i] = (uint8_t)~twin[i];
+    EXPECT_EQ(RoundTrip(), 8 + ps);
+}
+
+TEST_P(Diff, AlternatingBytesIsWorstCaseAndFits)
+{
+    for (size_t i = 0; i < ps; i += 2) page[i] = (uint8_t)~twin[i];
+    EXPECT_EQ(RoundTrip(), ps / 2 * 9);
+    page = twin;  // the other phase: ends with a changed last byte
+    for (size_t i = 1; i < ps; i += 2) page[i] = (uint8_t)~twin[i];
+    EXPECT_EQ(RoundTrip(), ps / 2 * 9);
+}
+
+TEST_P(Diff, RandomChanges)
+{
+    std::mt19937 rng(42);
+    for (int iter = 0; iter < 300; iter++) {
+        for (auto &b : twin) b = (uint8_t)(rng() % 4);  // small alphabet: many accidental equals
+        page = twin;
+        int writes = (int)(rng() % 64);
+        for (int w = 0; w < writes; w++) {
+            size_t off = rng() % ps, len = 1 + rng() % 40;
+            for (size_t i = off; i < off + len && i < ps; i++) page[i] = (uint8_t)(rng() % 4);
+        }
+        RoundTrip();
+        if (HasFailure()) { ADD_FAILURE() << "iteration " << iter; return; }
+    }
+}
+
+// Two nodes write different bytes of the same 8-byte word of one page; each
+// diffs against its own twin of the old home copy.  Both writes must survive
+// at home in either order, so neither diff may carry the other's byte.
+TEST_P(Diff, FalseSharingInOneWordKeepsBothWrites)
+{
+    const size_t w = ps / 2;  // an aligned word in the middle
+    std::vector<uint8_t> a(twin), b(twin), home(twin), diffA(cb_diff_max(ps)), diffB(cb_diff_max(ps));
+    a[w + 0] = (uint8_t)~twin[w + 0];
+    b[w + 1] = (uint8_t)~twin[w + 1];
+    b[w + 7] = (uint8_t)~twin[w + 7];
+    size_t la = cb_diff_encode(a.data(), twin.data(), ps, diffA.data());
+    size_t lb = cb_diff_encode(b.data(), twin.data(), ps, diffB.data());
+    EXPECT_EQ(la, 8u + 1);
+    EXPECT_EQ(lb, 2 * (8u + 1));
+
+    for (int order = 0; order < 2; order++) {
+        home = twin;
+        if (order == 0) {
+            ASSERT_EQ(cb_diff_apply(home.data(), ps, diffA.data(), la), 0);
+            ASSERT_EQ(cb_diff_apply(home.data(), ps, diffB.data(), lb), 0);
+        } else {
+            ASSERT_EQ(cb_diff_apply(home.data(), ps, diffB.data(), lb), 0);
+            ASSERT_EQ(cb_diff_apply(home.data(), ps, diffA.data(), la), 0);
+        }
+        EXPECT_EQ(home[w + 0], a[w + 0]) << "order " << order;
+        EXPECT_EQ(home[w + 1], b[w + 1]) << "order " << order;
+        EXPECT_EQ(home[w + 7], b[w + 7]) << "order " << order;
+        for (size_t i = 0; i < ps; i++)
+            if (i != w && i != w + 1 && i != w + 7)
+                ASSERT_EQ(home[i], twin[i]) << "byte " << i << " order " << order;
+    }
+}
+
+TEST_P(Diff, RunEndingExactlyAtPageEndIsAccepted)
+{
+    std::vector<uint8_t> dst(ps, 0), d = run((uint32_t)ps - 4, 4);
+    EXPECT_EQ(cb_diff_apply(dst.data(), ps, d.data(), d.size()), 0);
+    EXPECT_EQ(dst[ps - 1], 0x77);
+}
+
+// A malformed diff is refused and nothing is written, in or past the page.
+TEST_P(Diff, MalformedDiffsAreRefused)
+{
+    std::vector<std::vector<uint8_t>> bad;
+    std::vector<uint8_t> hdr = run(0, 1);
+    bad.emplace_back(hdr.begin(), hdr.begin() + 4);       // truncated header
+    bad.emplace_back(hdr.begin(), hdr.begin() + 7);       // truncated header
+    bad.push_back(run((uint32_t)ps - 2, 4));              // run past page end
+    bad.push_back(run((uint32_t)ps, 1));                  // starts at page end
+    bad.push_back(run(0xFFFFFFF0u, 0x20));                // off + len wraps in 32 bits
+    std::vector<uint8_t> shortdata = run(0, 16);          // length beyond the diff
+    shortdata.resize(8 + 10);
+    bad.push_back(shortdata);
+    std::vector<uint8_t> good_then_trunc = run(8, 2);     // valid run, then 3 stray bytes
+    good_then_trunc.insert(good_then_trunc.end(), {1, 2, 3});
+    bad.push_back(good_then_trunc);
+
+    for (size_t k = 0; k < bad.size(); k++) {
+        std::vector<uint8_t> dst(ps + kGuard, kCanary);
+        memset(dst.data(), 0, ps);
+        EXPECT_EQ(cb_diff_apply(dst.data(), ps, bad[k].data(), bad[k].size()), -1) << "case " << k;
+        for (size_t i = ps; i < dst.size(); i++)
+            ASSERT_EQ(dst[i], kCanary) << "case " << k << " wrote past the page at " << i;
+        if (k + 1 < bad.size())  // single-run cases must not touch the page at all
+            for (size_t i = 0; i < ps; i++)
+                ASSERT_EQ(dst[i], 0) << "case " << k << " wrote byte " << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(PageSizes, Diff, ::testing::Values(4096, 8192),
+                         [](const auto &info) { return "ps" + std::to_string(info.param); });
+
+}  // namespace
