@@ -29,6 +29,7 @@ static cb_queue_t deferred; /* to retry */
 static pthread_t comm_tid;
 static int evfd = -1, epfd = -1, xfd = -1;
 static _Atomic bool comm_quit;
+static _Atomic bool comm_sleeping; /* posters write the eventfd only then */
 
 static void q_push(cb_queue_t *q, cb_op_t *op)
 {
@@ -70,6 +71,9 @@ static void post(cb_op_t *op)
     pthread_mutex_lock(&q_mu);
     q_push(&inq, op);
     pthread_mutex_unlock(&q_mu);
+    /* seq_cst pairs with the comm thread's store-then-check before sleeping */
+    if (!atomic_load(&comm_sleeping))
+        return;
     uint64_t one = 1;
     if (write(evfd, &one, sizeof one) < 0 && errno != EAGAIN)
         cb_die("cannot wake the communication thread: %s", strerror(errno));
@@ -250,16 +254,25 @@ static void *comm_main(void *arg)
             next_check = now + 250000000ull;
         }
         if (atomic_load(&comm_quit)) {
+            /* what was posted before the quit still goes out */
+            pthread_mutex_lock(&q_mu);
+            ops = q_take_all(&inq);
+            pthread_mutex_unlock(&q_mu);
+            run_ops(ops);
             cb_xport_flush();
             return NULL;
         }
+        atomic_store(&comm_sleeping, true);
         pthread_mutex_lock(&q_mu);
         bool more = inq.head != NULL || selfq.head != NULL;
         pthread_mutex_unlock(&q_mu);
-        if (more || !cb_xport_arm())
+        if (more || !cb_xport_arm()) {
+            atomic_store(&comm_sleeping, false);
             continue;
+        }
         struct epoll_event ev[2];
         int n = epoll_wait(epfd, ev, 2, retry ? 1 : 250);
+        atomic_store(&comm_sleeping, false);
         for (int i = 0; i < n; i++)
             if (ev[i].data.fd == evfd) {
                 uint64_t v;

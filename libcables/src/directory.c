@@ -85,22 +85,32 @@ void cb_on_dir_lookup(const cb_msg_t *m)
     cb_reply(m, &r, NULL, 0, false);
 }
 
-int cb_home_get(uint64_t p)
+/* M_FETCH via the directory (at the master): answer, or pass the request
+ * to the home, which answers the requester directly. */
+void cb_on_fetch_dir(const cb_msg_t *m)
 {
-    int h = cb_home_cached(p);
-    if (h >= 0)
-        return h;
-    cb_waiter_t w = { 0 };
-    cb_msg_t m = { .type = M_DIR_LOOKUP, .a = p };
-    cb_call(0, &m, NULL, 0, &w);
-    STAT_ADD(dir_lookups, 1);
-    h = (int)w.value;
-    if (h >= 0) {
-        cb_home_set(p, h);
-        if (h == cb.self)
-            STAT_ADD(homes_owned, 1);
+    int16_t *d = dir_table();
+    uint64_t p = m->a;
+    const cb_alloc_t *al = p < cb.npages ? find_alloc(p) : NULL;
+    if (!al) {
+        cb_msg_t r = { .type = M_PAGE, .a = PAGE_UNALLOCATED };
+        cb_reply(m, &r, NULL, 0, false);
+        return;
     }
-    return h;
+    if (d[p] == 0)
+        d[p] = (int16_t)(place(al, p, m->src) + 1);
+    int home = d[p] - 1;
+    if (home == m->src) {
+        cb_msg_t r = { .type = M_PAGE, .a = PAGE_YOURS, .b = (uint64_t)home };
+        cb_reply(m, &r, NULL, 0, false);
+        return;
+    }
+    cb_msg_t f = *m;
+    f.b = FETCH_FROM_DIR;
+    if (home == cb.self)
+        cb_on_fetch(&f);
+    else
+        cb_forward(home, &f, NULL, 0);
 }
 
 int cables_home_of(const void *addr)

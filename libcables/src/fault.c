@@ -15,33 +15,52 @@
 
 static struct sigaction app_segv; /* what the application (or libc) had */
 
-static void fetch(uint64_t p, int home)
+/* Fetch page p into the protocol view.  With the home unknown (-1) the
+ * request goes through the master's directory, which names (or, on first
+ * touch, chooses) the home and has it answer: one round trip, not two.
+ * Returns the home, or -1 if the page is not allocated. */
+static int fetch(uint64_t p, int home)
 {
     uint64_t t0 = cb_now_ns();
     for (;;) {
         cb_waiter_t w = { .dst = cb_proto_page(p) };
-        cb_msg_t m = { .type = M_FETCH, .a = p };
-        cb_call(home, &m, NULL, 0, &w);
-        if (w.value == 0)
-            break;
-        home = (int)w.value2; /* the home moved: follow it */
+        cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0 };
+        cb_call(home < 0 ? 0 : home, &m, NULL, 0, &w);
+        if (home < 0)
+            STAT_ADD(dir_lookups, 1);
+        if (w.value == PAGE_UNALLOCATED)
+            return -1;
+        home = (int)w.value2;
         cb_home_set(p, home);
+        if (w.value == PAGE_YOURS) {
+            STAT_ADD(homes_owned, 1);
+            return home;
+        }
+        if (w.value == PAGE_DATA)
+            break;
+        /* PAGE_MOVED: follow the home */
     }
     STAT_ADD(pages_fetched, 1);
     STAT_ADD(fetch_ns, cb_now_ns() - t0);
+    return home;
 }
 
 int cb_fault(uint64_t p, bool write)
 {
     uint32_t s = cb_page_own(p);
-    int home = cb_home_get(p);
+    int home = cb_home_cached(p);
+    bool fetched = false;
+    if (home < 0 && (s & PG_ACC) == PG_NONE) {
+        home = fetch(p, -1);
+        fetched = home >= 0 && home != cb.self;
+    }
     if (home < 0) {
         cb_page_unown(p, s);
         return -1;
     }
     bool is_home = home == cb.self;
     cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
-    if (st.act & ACT_FETCH)
+    if (st.act & ACT_FETCH && !fetched)
         fetch(p, home);
     if (st.act & ACT_TWIN) {
         memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);

@@ -232,10 +232,17 @@ static bool home_unknown(const cb_msg_t *m, const void *p, size_t len, uint64_t 
 void cb_on_fetch(const cb_msg_t *m)
 {
     uint64_t p = m->a;
+    if (m->b == FETCH_VIA_DIR) {
+        cb_on_fetch_dir(m);
+        return;
+    }
+    if (m->b == FETCH_FROM_DIR && cb_home_cached(p) < 0)
+        cb_home_set(p, cb.self); /* the directory just made us its home */
     if (p >= cb.npages || home_unknown(m, NULL, 0, p))
         return;
     int h = cb_home_cached(p);
-    cb_msg_t r = { .type = M_PAGE, .a = h == cb.self ? 0 : 1, .b = (uint64_t)h };
+    cb_msg_t r = { .type = M_PAGE, .a = h == cb.self ? PAGE_DATA : PAGE_MOVED,
+                   .b = (uint64_t)h };
     if (h == cb.self)
         cb_reply(m, &r, cb_proto_page(p), cb.ps, false);
     else

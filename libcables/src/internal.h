@@ -96,6 +96,10 @@ enum cb_msg_type {
     M_MOVE, M_MOVE_PAGE, M_MOVE_DONE,
     M_TYPES
 };
+/* M_FETCH b: how the request travels */
+enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2 };
+/* M_PAGE a: what the answer is (b: the home) */
+enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3 };
 typedef struct {
     uint32_t type;
     int32_t src;
@@ -169,9 +173,9 @@ void cb_on_alloc(const cb_msg_t *m);
 void cb_on_free(const cb_msg_t *m);
 
 /* directory.c: home of each page; the master keeps the directory */
-int cb_home_get(uint64_t p);      /* may ask the master; -1 = not allocated */
 
 void cb_on_dir_lookup(const cb_msg_t *m);
+void cb_on_fetch_dir(const cb_msg_t *m);
 void cb_on_move(const cb_msg_t *m);
 void cb_on_move_page(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_move_done(const cb_msg_t *m);

@@ -12,7 +12,8 @@
 #include "internal.h"
 
 static cb_waiter_t joined;     /* the node table has arrived */
-static cb_waiter_t shutdown_w; /* non-master: the master said shutdown */
+static cb_waiter_t shutdown_w; /* non-master: the master said stop */
+static cb_waiter_t exit_w;     /* non-master: every node has stopped: exit */
 static int launched = 1;       /* nodes started by the launcher */
 static int hellos;             /* master: nodes that said hello */
 static cb_msg_t *hello_req[CB_MAX_NODES];
@@ -196,12 +197,18 @@ int cb_pick_node(void)
     return (int)(atomic_fetch_add(&next, 1) % (unsigned)atomic_load(&cb.nnodes));
 }
 
-/* ---- shutdown: the master tells every node; each prints its statistics,
- * says bye, and all leave MPI together. ---- */
+/* ---- shutdown, in two phases so that no node takes another's exit for
+ * a death: (a=0) every node stops watching its peers, prints its
+ * statistics and says bye; once all have, (a=1) they all exit and leave
+ * MPI together. ---- */
 void cb_on_shutdown(const cb_msg_t *m)
 {
-    (void)m;
-    cb_waiter_wake(&shutdown_w);
+    if (m->a == 0) {
+        atomic_store(&cb.stopping, true);
+        cb_waiter_wake(&shutdown_w);
+    } else {
+        cb_waiter_wake(&exit_w);
+    }
 }
 
 void cb_on_bye(const cb_msg_t *m)
@@ -226,24 +233,27 @@ void cb_node_finish(void)
     if (cb.self == 0) {
         int n = atomic_load(&cb.nnodes);
         for (int k = 1; k < n; k++) {
-            cb_msg_t s = { .type = M_SHUTDOWN };
+            cb_msg_t s = { .type = M_SHUTDOWN, .a = 0 };
             cb_send(k, &s, NULL, 0, false);
         }
-        uint64_t t0 = cb_now_ns();
-        while (atomic_load(&byes) < n - 1) {
-            if (cb_now_ns() - t0 > (uint64_t)(cb.cfg.dead_timeout * 2e9))
-                break; /* the peer check names the node that did not answer */
+        /* a node that never answers is named by the peer check meanwhile */
+        while (atomic_load(&byes) < n - 1)
             usleep(1000);
-        }
         atomic_store(&cb.stopping, true);
         if (cb.cfg.stats)
             cables_stats_print();
+        for (int k = 1; k < n; k++) {
+            cb_msg_t s = { .type = M_SHUTDOWN, .a = 1 };
+            cb_send(k, &s, NULL, 0, false);
+        }
     } else {
         if (cb.cfg.stats)
             cables_stats_print();
-        atomic_store(&cb.stopping, true);
         cb_msg_t b = { .type = M_BYE };
         cb_send(0, &b, NULL, 0, false);
+        if (!cb_waiter_wait_until(&exit_w, cb_now_ns() + 60000000000ull))
+            fprintf(stderr, "cables: node %d: the master did not finish the shutdown within "
+                    "60 s; leaving\n", cb.self);
     }
     cb_comm_stop();
     if (cb.multi)

@@ -25,21 +25,25 @@ uint64_t cb_now_ns(void)
 
 /* Spin briefly (a reply over shared memory takes a few microseconds), then
  * sleep: the machine has 2 cores and a spinning waiter steals one. */
+/* done: 0 pending, 1 done, 2 pending and the waiter sleeps (wake it) */
 void cb_waiter_wait(cb_waiter_t *w)
 {
     for (int i = 0; i < 200; i++) {
-        if (atomic_load_explicit(&w->done, memory_order_acquire))
+        if (atomic_load_explicit(&w->done, memory_order_acquire) == 1)
             return;
         __builtin_ia32_pause();
     }
-    while (!atomic_load_explicit(&w->done, memory_order_acquire))
-        cb_futex_wait(&w->done, 0);
+    uint32_t v = 0;
+    if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
+        return;
+    while (atomic_load_explicit(&w->done, memory_order_acquire) != 1)
+        cb_futex_wait(&w->done, 2);
 }
 
 void cb_waiter_wake(cb_waiter_t *w)
 {
-    atomic_store_explicit(&w->done, 1, memory_order_release);
-    cb_futex_wake(&w->done);
+    if (atomic_exchange_explicit(&w->done, 1, memory_order_acq_rel) == 2)
+        cb_futex_wake(&w->done);
 }
 
 void cb_waiter_wait_pending(cb_waiter_t *w)
@@ -52,13 +56,16 @@ void cb_waiter_wait_pending(cb_waiter_t *w)
 /* false when the timeout (absolute, CLOCK_MONOTONIC ns) passed first */
 bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)
 {
-    while (!atomic_load_explicit(&w->done, memory_order_acquire)) {
+    uint32_t v = 0;
+    if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
+        return true;
+    while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
         uint64_t now = cb_now_ns();
         if (now >= deadline)
             return false;
         struct timespec ts = { (time_t)((deadline - now) / 1000000000ull),
                                (long)((deadline - now) % 1000000000ull) };
-        syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+        syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, &ts, NULL, 0);
     }
     return true;
 }

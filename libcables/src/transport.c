@@ -180,8 +180,7 @@ void cb_xport_fini(void)
 {
     for (int i = 0; i < CB_MAX_NODES; i++)
         if (eps[i]) {
-            ucp_request_param_t rp = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                       .flags = UCP_EP_CLOSE_FLAG_FORCE };
+            ucp_request_param_t rp = { .op_attr_mask = 0 }; /* flush, then close */
             void *r = ucp_ep_close_nbx(eps[i], &rp);
             if (UCS_PTR_IS_PTR(r)) {
                 uint64_t t0 = cb_now_ns();
