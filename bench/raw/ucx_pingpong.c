@@ -3,14 +3,18 @@
  * ping-pong UCX active messages with busy-polling progress loops:
  *   - round trip: 8-byte message, 8-byte answer;
  *   - page fetch: 8-byte request, 4 KiB reply (how a page fetch travels).
- * Every message is sent eager, as the runtime sends its own.  Each round
+ * Then, informative, the same with both sides sleeping in ucp_worker_wait
+ * when idle (UCX_WAIT_* keys, a fifth of the iterations), as an
+ * event-driven communication thread does.  Every message is sent eager, as the runtime sends its own.  Each round
  * trip is timed on its own (clock_gettime); rank 0 prints medians in
  * microseconds as "KEY value" lines.
  *
  * Built by bench/run.sh with mpicc and NOT linked with libcables (whose
  * start-up wrapper would take over main under mpirun).
  *
- * usage: mpirun -n 2 ucx_pingpong [ITERS] [WARMUP]   (defaults 5000, 500) */
+ * usage: mpirun -n 2 ucx_pingpong [ITERS] [WARMUP]   (defaults 3000, 300)
+ * Each kind of exchange stops after about 1.5 s (1 s when sleeping) even if
+ * it did fewer than ITERS: the *_N keys say how many were timed. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdint.h>
@@ -20,12 +24,12 @@
 #include <time.h>
 #include <ucp/api/ucp.h>
 
-enum { AM_PING = 1, AM_PONG = 2, AM_REQ = 3, AM_PAGE = 4, AM_STOP = 5 };
+enum { AM_PING = 1, AM_PONG = 2, AM_REQ = 3, AM_PAGE = 4, AM_MODE = 5, AM_STOP = 6 };
 #define PAGE 4096
 
 static ucp_worker_h worker;
 static ucp_ep_h ep;
-static volatile int got_pong, got_page, pending_ping, pending_req, stop;
+static volatile int got_pong, got_page, pending_ping, pending_req, stop, blocking;
 static char page_out[PAGE], page_in[PAGE];
 static uint64_t word_out;
 
@@ -48,6 +52,7 @@ static ucs_status_t on_am(void *arg, const void *hdr, size_t hlen, void *data, s
             memcpy(page_in, data, PAGE);
         got_page++;
         break;
+    case AM_MODE: blocking = 1; break;
     case AM_STOP: stop = 1; break;
     }
     return UCS_OK;
@@ -111,13 +116,27 @@ static double pct(const double *sorted, int n, double p)
     return sorted[i];
 }
 
+/* one step of the progress loop: busy polling, or (blocking mode) sleeping
+ * in ucp_worker_wait when there is nothing to do, as an event-driven
+ * communication thread does */
+static void step(void)
+{
+    if (ucp_worker_progress(worker) || !blocking)
+        return;
+    ucs_status_t s = ucp_worker_arm(worker);
+    if (s == UCS_OK)
+        s = ucp_worker_wait(worker);
+    if (s != UCS_OK && s != UCS_ERR_BUSY)
+        die("ucp_worker_arm/wait", s);
+}
+
 /* rank 1: answer until told to stop */
 static void serve(void)
 {
     for (int i = 0; i < PAGE; i++)
         page_out[i] = (char)(i * 7 + 1);
     while (!stop) {
-        ucp_worker_progress(worker);
+        step();
         while (pending_ping) {
             pending_ping--;
             send_am(AM_PONG, &word_out, sizeof word_out);
@@ -129,39 +148,55 @@ static void serve(void)
     }
 }
 
-/* rank 0: one timed exchange per iteration */
-static void measure(int iters, int warmup, double *rtt, double *pg)
+/* rank 0: one timed exchange per iteration, each kind stopping early when
+ * it used up budget_us (a shared, busy machine); the counts done are
+ * returned in *nrtt and *npg */
+static void measure(int iters, int warmup, double budget_us, double *rtt, int *nrtt, double *pg,
+                    int *npg)
 {
+    double start = now_us();
+    *nrtt = 0;
     for (int i = -warmup; i < iters; i++) {
         double t0 = now_us();
         int want = got_pong + 1;
         send_am(AM_PING, &word_out, sizeof word_out);
         while (got_pong < want)
-            ucp_worker_progress(worker);
+            step();
+        double t1 = now_us();
+        if (i == -1 || (i == 0 && warmup == 0))
+            start = t1; /* the budget counts from the end of the warm-up */
         if (i >= 0)
-            rtt[i] = now_us() - t0;
+            rtt[(*nrtt)++] = t1 - t0;
+        if (t1 - start > budget_us && *nrtt >= 10)
+            break;
     }
+    start = now_us();
+    *npg = 0;
     for (int i = -warmup; i < iters; i++) {
         double t0 = now_us();
         int want = got_page + 1;
         send_am(AM_REQ, &word_out, sizeof word_out);
         while (got_page < want)
-            ucp_worker_progress(worker);
+            step();
+        double t1 = now_us();
+        if (i == -1 || (i == 0 && warmup == 0))
+            start = t1;
         if (i >= 0)
-            pg[i] = now_us() - t0;
+            pg[(*npg)++] = t1 - t0;
+        if (t1 - start > budget_us && *npg >= 10)
+            break;
     }
     for (int i = 0; i < PAGE; i++)
         if (page_in[i] != (char)(i * 7 + 1)) {
             fprintf(stderr, "ucx_pingpong: 4 KiB reply corrupted at byte %d\n", i);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-    send_am(AM_STOP, &word_out, sizeof word_out);
 }
 
 int main(int argc, char **argv)
 {
-    int iters = argc > 1 ? atoi(argv[1]) : 5000;
-    int warmup = argc > 2 ? atoi(argv[2]) : 500;
+    int iters = argc > 1 ? atoi(argv[1]) : 3000;
+    int warmup = argc > 2 ? atoi(argv[2]) : 300;
     if (iters < 1) iters = 1;
     if (warmup < 0) warmup = 0;
     MPI_Init(&argc, &argv);
@@ -178,7 +213,8 @@ int main(int argc, char **argv)
     ucp_config_t *conf;
     ucs_status_t s = ucp_config_read(NULL, NULL, &conf);
     if (s != UCS_OK) die("ucp_config_read", s);
-    ucp_params_t p = { .field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_AM };
+    ucp_params_t p = { .field_mask = UCP_PARAM_FIELD_FEATURES,
+                       .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP };
     ucp_context_h ctx;
     s = ucp_init(&p, conf, &ctx);
     ucp_config_release(conf);
@@ -210,17 +246,27 @@ int main(int argc, char **argv)
 
     if (rank == 0) {
         double *rtt = malloc(iters * sizeof *rtt), *pg = malloc(iters * sizeof *pg);
-        measure(iters, warmup, rtt, pg);
-        double m_rtt = median(rtt, iters), m_pg = median(pg, iters);
+        int nr, np;
         const char *tls = getenv("UCX_TLS");
         printf("UCX_TLS %s\n", tls ? tls : "(default)");
-        printf("UCX_ITERS %d\n", iters);
-        printf("UCX_RTT_US %.3f\n", m_rtt);
-        printf("UCX_RTT_P10_US %.3f\n", pct(rtt, iters, 0.10));
-        printf("UCX_RTT_P90_US %.3f\n", pct(rtt, iters, 0.90));
-        printf("UCX_4K_US %.3f\n", m_pg);
-        printf("UCX_4K_P10_US %.3f\n", pct(pg, iters, 0.10));
-        printf("UCX_4K_P90_US %.3f\n", pct(pg, iters, 0.90));
+        /* busy polling on both sides: the baseline */
+        measure(iters, warmup, 1.5e6, rtt, &nr, pg, &np);
+        printf("UCX_RTT_N %d\n", nr);
+        printf("UCX_RTT_US %.3f\n", median(rtt, nr));
+        printf("UCX_RTT_P10_US %.3f\n", pct(rtt, nr, 0.10));
+        printf("UCX_RTT_P90_US %.3f\n", pct(rtt, nr, 0.90));
+        printf("UCX_4K_N %d\n", np);
+        printf("UCX_4K_US %.3f\n", median(pg, np));
+        printf("UCX_4K_P10_US %.3f\n", pct(pg, np, 0.10));
+        printf("UCX_4K_P90_US %.3f\n", pct(pg, np, 0.90));
+        /* both sides sleep in ucp_worker_wait when idle (informative) */
+        send_am(AM_MODE, &word_out, sizeof word_out);
+        blocking = 1;
+        measure(iters / 5 > 10 ? iters / 5 : 10, warmup / 5, 1.0e6, rtt, &nr, pg, &np);
+        printf("UCX_WAIT_N %d\n", nr < np ? nr : np);
+        printf("UCX_WAIT_RTT_US %.3f\n", median(rtt, nr));
+        printf("UCX_WAIT_4K_US %.3f\n", median(pg, np));
+        send_am(AM_STOP, &word_out, sizeof word_out);
         fflush(stdout);
         free(rtt);
         free(pg);

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# bench/run.sh: libcables microbenchmarks next to raw UCX, one table per
+# transport.  Run by `make bench` (CABLES_BUILD = the absolute build dir).
+#
+# For each transport (shm, tcp; or those named in BENCH_TRANSPORTS):
+#   1. ucx_pingpong under mpirun -n 2: UCX active-message round trip (8 B)
+#      and 4 KiB request/reply, busy polling, medians;
+#   2. cables_bench under cables-run -n 2: remote read fault, local and
+#      remote lock acquire, 2-node barrier;
+#   3. cables_bench under cables-run -n 4: 4-node barrier.
+# The programs print "KEY value" lines; the raw output of every run is kept
+# in $CABLES_BUILD/bench/logs.  The exit status is 1 if a run failed.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 2
+: "${CABLES_BUILD:=$(pwd)/build}"
+RUN=$CABLES_BUILD/bin/cables-run
+BENCH=$CABLES_BUILD/bench/cables_bench
+PP=$CABLES_BUILD/bench/ucx_pingpong
+LOGS=$CABLES_BUILD/bench/logs
+TIMEOUT=${BENCH_TIMEOUT:-90}
+TRANSPORTS=${BENCH_TRANSPORTS:-shm tcp}
+
+die() { echo "bench: $*" >&2; exit 2; }
+[ -x "$RUN" ] || die "$RUN missing: run make first"
+[ -x "$BENCH" ] || die "$BENCH missing: run make bench"
+command -v mpicc >/dev/null && command -v mpirun >/dev/null || die "mpicc/mpirun missing (scripts/setup.sh)"
+mkdir -p "$LOGS" "$(dirname "$PP")"
+
+# The raw baseline must not be linked with libcables (its start-up wrapper
+# would run main on rank 0 only), so it is built here, not by the Makefile.
+if [ ! -x "$PP" ] || [ bench/raw/ucx_pingpong.c -nt "$PP" ]; then
+    mpicc -O2 -Wall bench/raw/ucx_pingpong.c -o "$PP" -lucp -lucs ||
+        die "cannot build $PP"
+fi
+
+mpi_args=(--oversubscribe --bind-to none -n 2)
+[ "$(id -u)" -eq 0 ] && mpi_args+=(--allow-run-as-root)
+mpi_args+=(--mca pml ob1 --mca btl self,tcp --mca osc ^ucx)
+
+failed=0
+# run LOG CMD...: run with a time limit, keep stdout+stderr in LOG
+run() {
+    local log=$1; shift
+    local t0=$SECONDS rc
+    timeout -k 10 "$TIMEOUT" "$@" >"$log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        failed=1
+        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+            echo "bench: TIMEOUT after ${TIMEOUT}s: $*" >&2
+        else
+            echo "bench: FAILED (exit $rc): $*" >&2
+        fi
+        grep -E '^ERROR|error|rror:' "$log" | head -5 | sed 's/^/bench:   /' >&2
+        echo "bench:   full output: $log" >&2
+    fi
+    echo "$((SECONDS - t0))" >"$log.secs"
+    return 0
+}
+
+# key FILE KEY: the value of "KEY value" in FILE, or empty
+key() { awk -v k="$2" '$1 == k { v = $2 } END { if (v != "") print v }' "$1" 2>/dev/null; }
+
+hostname=$(hostname 2>/dev/null || uname -n)
+cores=$(nproc 2>/dev/null || echo '?')
+ucxver=$(ucx_info -v 2>/dev/null | sed -n 's/^# Library version: *//p' | head -1)
+mpiver=$(mpirun --version 2>/dev/null | head -1)
+start=$SECONDS
+
+for tr in $TRANSPORTS; do
+    case "$tr" in
+        shm) tls=self,sm ;;
+        tcp) tls=tcp ;;
+        *) die "unknown transport '$tr' (shm or tcp)" ;;
+    esac
+    P=$LOGS/ucx_pingpong.$tr.log
+    B2=$LOGS/cables_bench.$tr.n2.log
+    B4=$LOGS/cables_bench.$tr.n4.log
+    echo "bench: $tr: UCX baseline ..." >&2
+    UCX_TLS=$tls run "$P" mpirun "${mpi_args[@]}" -x UCX_TLS "$PP"
+    echo "bench: $tr: cables_bench -n 2 ..." >&2
+    run "$B2" "$RUN" -n 2 -t "$tr" -- "$BENCH" fault lock barrier
+    echo "bench: $tr: cables_bench -n 4 ..." >&2
+    run "$B4" "$RUN" -n 4 -t "$tr" -- "$BENCH" barrier
+
+    rtt=$(key "$P" UCX_RTT_US); k4=$(key "$P" UCX_4K_US)
+    echo
+    echo "=== libcables vs raw UCX -- transport: $tr (UCX_TLS=$tls) ==="
+    echo "    $(date '+%Y-%m-%d %H:%M:%S %Z'), host $hostname, $cores cores," \
+         "load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+    echo "    UCX ${ucxver:-?}; ${mpiver:-MPI ?}; medians, times in microseconds"
+    echo
+    {
+        printf 'operation|cables (us)|UCX baseline (us)|ratio\n'
+        printf 'remote read fault (vs UCX 4 KiB request/reply)|%s|%s\n' "$(key "$B2" FAULT_US)" "$k4"
+        printf 'remote lock acquire (vs UCX round trip)|%s|%s\n' "$(key "$B2" LOCK_REMOTE_US)" "$rtt"
+        printf 'local lock acquire+release (vs UCX round trip)|%s|%s\n' "$(key "$B2" LOCK_LOCAL_US)" "$rtt"
+        printf 'barrier, 2 nodes (vs UCX round trip)|%s|%s\n' "$(key "$B2" BARRIER2_US)" "$rtt"
+        printf 'barrier, 4 nodes (vs UCX round trip)|%s|%s\n' "$(key "$B4" BARRIER4_US)" "$rtt"
+    } | awk -F'|' '
+        NR == 1 { printf "%-48s %12s %18s %9s\n", $1, $2, $3, $4
+                  printf "%-48s %12s %18s %9s\n", "------------------------------------------------",
+                         "------------", "------------------", "---------"; next }
+        { c = ($2 == "" ? "FAILED" : sprintf("%.2f", $2))
+          u = ($3 == "" ? "FAILED" : sprintf("%.2f", $3))
+          r = ($2 == "" || $3 == "" || $3 + 0 == 0) ? "-" : sprintf("%.1fx", $2 / $3)
+          printf "%-48s %12s %18s %9s\n", $1, c, u, r }'
+    echo
+    printf '    UCX raw (busy polling, %s/%s exchanges): round trip 8 B %s us (p10 %s, p90 %s); 4 KiB request/reply %s us (p10 %s, p90 %s)\n' \
+        "$(key "$P" UCX_RTT_N)" "$(key "$P" UCX_4K_N)" "${rtt:-?}" "$(key "$P" UCX_RTT_P10_US)" \
+        "$(key "$P" UCX_RTT_P90_US)" "${k4:-?}" "$(key "$P" UCX_4K_P10_US)" "$(key "$P" UCX_4K_P90_US)"
+    printf '    UCX raw, both sides sleeping in ucp_worker_wait when idle (%s exchanges): round trip %s us, 4 KiB request/reply %s us\n' \
+        "$(key "$P" UCX_WAIT_N)" "$(key "$P" UCX_WAIT_RTT_US)" "$(key "$P" UCX_WAIT_4K_US)"
+    printf '    read fault: %s faults, %s pages fetched, p10 %s p90 %s us, mean fetch (message part) %s us\n' \
+        "$(key "$B2" FAULT_COUNT)" "$(key "$B2" FAULT_FETCHED)" "$(key "$B2" FAULT_P10_US)" \
+        "$(key "$B2" FAULT_P90_US)" "$(key "$B2" FAULT_FETCH_MEAN_US)"
+    printf '    remote lock: %s remote acquires, p10 %s p90 %s us; median by acquirer: node 0 %s, node 1 %s us\n' \
+        "$(key "$B2" LOCK_REMOTE_COUNT)" "$(key "$B2" LOCK_REMOTE_P10_US)" "$(key "$B2" LOCK_REMOTE_P90_US)" \
+        "$(key "$B2" LOCK_REMOTE_NODE0_US)" "$(key "$B2" LOCK_REMOTE_NODE1_US)"
+    printf '    barrier p90 of round means: 2 nodes %s us, 4 nodes %s us (4 node processes on %s cores)\n' \
+        "$(key "$B2" BARRIER2_P90_US)" "$(key "$B4" BARRIER4_P90_US)" "$cores"
+    printf '    wall time: UCX %ss, cables -n 2 %ss, cables -n 4 %ss; logs in %s\n' \
+        "$(cat "$P.secs")" "$(cat "$B2.secs")" "$(cat "$B4.secs")" "$LOGS"
+done
+echo
+echo "bench: done in $((SECONDS - start))s$([ $failed -ne 0 ] && echo ', WITH FAILURES (see above)')"
+exit $failed

@@ -1,0 +1,131 @@
+// Failures: a killed node ends the run with a message naming it, and bad
+// settings or arguments are refused with a message naming them.
+#include "harness.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <regex>
+
+using mn::Cfg;
+
+class DeadNode : public ::testing::TestWithParam<Cfg> {};
+class BadInput : public ::testing::TestWithParam<Cfg> {};
+
+static bool contains(const std::string &s, const std::string &what)
+{
+    return s.find(what) != std::string::npos;
+}
+
+// Kill a non-master node while all nodes loop on a lock and a barrier: the
+// run ends within 5 s, with a non-zero status and "node K ... dead".
+TEST_P(DeadNode, KilledNodeEndsRunWithMessage)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "needs a node to kill besides the master";
+    const int victim = c.nodes == 4 ? 2 : 1;
+    mn::Proc p;
+    ASSERT_TRUE(p.start(mn::cables_cmd(c.nodes, c.transport, mn::prog("dead_node"))));
+    const std::regex pid_re("(^|\n)node " + std::to_string(victim) + " pid ([0-9]+)\n");
+    const std::regex ready_re("(^|\n)ready\n");
+    bool ready = p.wait_for(
+        [&](const std::string &o) {
+            return std::regex_search(o, pid_re) && std::regex_search(o, ready_re);
+        },
+        30);
+    ASSERT_TRUE(ready) << "no 'ready' and pid line\n" << p.result().describe();
+    std::smatch m;
+    std::string out = p.output();
+    ASSERT_TRUE(std::regex_search(out, m, pid_re));
+    pid_t victim_pid = (pid_t)std::stol(m[2].str());
+    ASSERT_TRUE(mn::in_session(victim_pid, p.pid()))
+        << "pid " << victim_pid << " is not a process of this run";
+    usleep(300 * 1000); // the loop is running
+    double t_kill = mn::seconds_now();
+    ASSERT_EQ(kill(victim_pid, SIGKILL), 0);
+    bool ended = p.wait_exit(30);
+    if (!ended)
+        p.kill_all();
+    mn::Result res = p.result();
+    ASSERT_TRUE(ended) << "still running 30 s after killing node " << victim << "\n"
+                       << res.describe();
+    EXPECT_LE(res.end_time - t_kill, 5.0) << "the run ended " << res.end_time - t_kill
+                                          << " s after the kill\n" << res.describe();
+    EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
+    const std::regex dead_re("node " + std::to_string(victim) + " .*dead");
+    EXPECT_TRUE(std::regex_search(res.output, dead_re))
+        << "no message naming node " << victim << " as dead\n" << res.describe();
+    EXPECT_TRUE(contains(res.output, "pid " + std::to_string(victim_pid)))
+        << "the message does not give the dead node's pid " << victim_pid << "\n"
+        << res.describe();
+}
+
+static void expect_refused(const mn::Result &res, const std::vector<std::string> &words)
+{
+    ASSERT_FALSE(res.timed_out) << res.describe();
+    EXPECT_FALSE(res.exited && res.exit_code == 0) << "accepted bad input\n" << res.describe();
+    for (auto &w : words)
+        EXPECT_TRUE(contains(res.output, w)) << "no '" << w << "' in the output\n"
+                                             << res.describe();
+}
+
+TEST_P(BadInput, HomePolicyFoo)
+{
+    const Cfg c = GetParam();
+    expect_refused(mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" },
+                                  { { "CABLES_HOME_POLICY", "foo" } }),
+                   { "CABLES_HOME_POLICY", "foo" });
+}
+
+TEST_P(BadInput, GasSize12Q)
+{
+    const Cfg c = GetParam();
+    expect_refused(mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" },
+                                  { { "CABLES_GAS_SIZE", "12Q" } }),
+                   { "CABLES_GAS_SIZE", "12Q" });
+}
+
+TEST_P(BadInput, LauncherPolicyBogus)
+{
+    const Cfg c = GetParam();
+    expect_refused(
+        mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" }, {}, { "-p", "bogus" }),
+        { "bogus", "POLICY" });
+}
+
+// CABLES_GAS_SIZE=1G: cables_alloc(2 GiB) returns NULL on every node with a
+// message naming CABLES_GAS_SIZE; the program exits 1.
+TEST_P(BadInput, AllocBeyondGasSize)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("gas_exhaust"), {},
+                              { { "CABLES_GAS_SIZE", "1G" } });
+    expect_refused(res, { "CABLES_GAS_SIZE" });
+    EXPECT_TRUE(res.exited && res.exit_code == 1) << res.describe();
+    auto r = mn::parse_result(res.output);
+    EXPECT_EQ(mn::get_ll(r, "null"), 1) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "thread_null"), 1) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "small_ok"), 1) << res.describe();
+}
+
+TEST(Launcher, NodesNotANumber)
+{
+    expect_refused(mn::run({ mn::launcher(), "-n", "abc", "-t", "shm", "--", mn::prog("hello") }),
+                   { "-n 'abc'" });
+}
+
+TEST(Launcher, NodesZero)
+{
+    expect_refused(mn::run({ mn::launcher(), "-n", "0", "--", mn::prog("hello") }), { "-n '0'" });
+}
+
+TEST(Launcher, TransportBogus)
+{
+    expect_refused(mn::run({ mn::launcher(), "-n", "2", "-t", "carrier-pigeon", "--",
+                             mn::prog("hello") }),
+                   { "carrier-pigeon" });
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, DeadNode, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, BadInput, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

@@ -1,0 +1,351 @@
+#include "harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+extern char **environ;
+
+namespace mn {
+
+double seconds_now()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+std::string Result::describe() const
+{
+    std::ostringstream o;
+    o << "command: " << command << "\n";
+    if (!started)
+        o << "status: not started\n";
+    else if (timed_out)
+        o << "status: TIMED OUT after " << seconds << " s (process tree killed)\n";
+    else if (exited)
+        o << "status: exit " << exit_code << " after " << seconds << " s\n";
+    else
+        o << "status: killed by signal " << signal << " after " << seconds << " s\n";
+    const size_t max = 12000;
+    if (output.size() > max)
+        o << "output (last " << max << " bytes):\n" << output.substr(output.size() - max);
+    else
+        o << "output:\n" << output;
+    return o.str();
+}
+
+// Session id of a process, -1 if gone.
+static pid_t session_of(pid_t p)
+{
+    std::ifstream f("/proc/" + std::to_string(p) + "/stat");
+    std::string s;
+    if (!std::getline(f, s))
+        return -1;
+    size_t r = s.rfind(')');
+    if (r == std::string::npos)
+        return -1;
+    std::istringstream in(s.substr(r + 1));
+    std::string state;
+    long ppid, pgrp, sid;
+    if (!(in >> state >> ppid >> pgrp >> sid))
+        return -1;
+    return (pid_t)sid;
+}
+
+// SIGKILL every process of session sid; returns how many were signalled.
+static int kill_session(pid_t sid)
+{
+    int n = 0;
+    for (int pass = 0; pass < 3; pass++) { // a forking tree may add processes
+        DIR *d = opendir("/proc");
+        if (!d)
+            return n;
+        while (struct dirent *e = readdir(d)) {
+            char *end;
+            long p = strtol(e->d_name, &end, 10);
+            if (*end || p <= 1 || p == getpid())
+                continue;
+            if (session_of((pid_t)p) == sid && kill((pid_t)p, SIGKILL) == 0)
+                n++;
+        }
+        closedir(d);
+    }
+    return n;
+}
+
+Proc::~Proc()
+{
+    if (pid_ > 0 && !res_.exited && res_.signal == 0)
+        kill_all();
+    if (fd_ >= 0)
+        close(fd_);
+}
+
+bool Proc::start(const std::vector<std::string> &argv, const Env &env)
+{
+    for (size_t i = 0; i < argv.size(); i++)
+        res_.command += (i ? " " : "") + argv[i];
+    for (auto &kv : env)
+        res_.command = kv.first + "=" + kv.second + " " + res_.command;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC))
+        return false;
+    // everything the child needs, prepared before fork
+    std::vector<std::string> envs;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "CABLES_", 7) != 0)
+            envs.push_back(*e);
+    for (auto &kv : env)
+        envs.push_back(kv.first + "=" + kv.second);
+    std::vector<char *> cargv, cenv;
+    for (auto &a : argv)
+        cargv.push_back(const_cast<char *>(a.c_str()));
+    cargv.push_back(nullptr);
+    for (auto &e : envs)
+        cenv.push_back(const_cast<char *>(e.c_str()));
+    cenv.push_back(nullptr);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    t0_ = seconds_now();
+    pid_ = fork();
+    if (pid_ < 0) {
+        close(p[0]);
+        close(p[1]);
+        return false;
+    }
+    if (pid_ == 0) {
+        setsid();
+        dup2(devnull, 0);
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        execvpe(cargv[0], cargv.data(), cenv.data());
+        const char msg[] = "harness: exec failed\n";
+        if (write(2, msg, sizeof msg - 1) < 0) {}
+        _exit(127);
+    }
+    close(devnull);
+    close(p[1]);
+    fd_ = p[0];
+    fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    res_.started = true;
+    return true;
+}
+
+void Proc::pump(int timeout_ms)
+{
+    if (fd_ < 0) {
+        usleep(timeout_ms * 1000);
+        return;
+    }
+    struct pollfd pf = { fd_, POLLIN, 0 };
+    if (poll(&pf, 1, timeout_ms) <= 0)
+        return;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = read(fd_, buf, sizeof buf);
+        if (n > 0) {
+            res_.output.append(buf, (size_t)n);
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+            close(fd_);
+            fd_ = -1;
+        }
+        return;
+    }
+}
+
+bool in_session(pid_t p, pid_t sid) { return p > 1 && session_of(p) == sid; }
+
+void Proc::finish()
+{
+    res_.end_time = seconds_now();
+    res_.seconds = res_.end_time - t0_;
+    // drain what the tree still writes; a straggler holding the pipe is killed
+    double until = seconds_now() + 2;
+    while (fd_ >= 0 && seconds_now() < until)
+        pump(50);
+    if (kill_session(pid_) > 0)
+        res_.output += "\nharness: killed processes left over in the session\n";
+    while (fd_ >= 0 && seconds_now() < until + 1)
+        pump(50);
+    if (fd_ >= 0) {
+        close(fd_);
+        fd_ = -1;
+    }
+}
+
+void Proc::check_exit()
+{
+    if (pid_ <= 0 || res_.exited || res_.signal)
+        return;
+    int st;
+    if (waitpid(pid_, &st, WNOHANG) != pid_)
+        return;
+    if (WIFEXITED(st)) {
+        res_.exited = true;
+        res_.exit_code = WEXITSTATUS(st);
+    } else {
+        res_.signal = WTERMSIG(st);
+    }
+    finish();
+}
+
+bool Proc::wait_for(const std::function<bool(const std::string &)> &pred, double timeout_s)
+{
+    double deadline = seconds_now() + timeout_s;
+    for (;;) {
+        if (pred(res_.output))
+            return true;
+        if (res_.exited || res_.signal || seconds_now() > deadline)
+            return pred(res_.output);
+        pump(20);
+        check_exit();
+    }
+}
+
+bool Proc::wait_exit(double timeout_s)
+{
+    double deadline = seconds_now() + timeout_s;
+    while (!res_.exited && !res_.signal) {
+        if (seconds_now() > deadline)
+            return false;
+        pump(20);
+        check_exit();
+    }
+    return true;
+}
+
+void Proc::kill_all()
+{
+    if (pid_ <= 0)
+        return;
+    if (!res_.exited && !res_.signal) {
+        kill_session(pid_);
+        kill(pid_, SIGKILL);
+        int st;
+        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st)) {
+            res_.exited = true;
+            res_.exit_code = WEXITSTATUS(st);
+        } else {
+            res_.signal = WTERMSIG(st);
+        }
+        finish();
+    } else {
+        kill_session(pid_);
+    }
+}
+
+Result run(const std::vector<std::string> &argv, const Env &env, double timeout_s)
+{
+    Proc p;
+    if (!p.start(argv, env)) {
+        Result r;
+        r.command = argv.empty() ? "" : argv[0];
+        return r;
+    }
+    bool done = p.wait_exit(timeout_s);
+    if (!done)
+        p.kill_all();
+    Result r = p.result();
+    r.timed_out = !done;
+    return r;
+}
+
+std::string build_dir()
+{
+    const char *b = getenv("CABLES_BUILD");
+    if (b && *b)
+        return b;
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return "/work/main/build";
+    std::string exe(buf, (size_t)n);
+    std::string dir = exe.substr(0, exe.rfind('/'));  // build/tests
+    return dir.substr(0, dir.rfind('/'));             // build
+}
+
+std::string prog(const std::string &name) { return build_dir() + "/progs/" + name; }
+std::string launcher() { return build_dir() + "/bin/cables-run"; }
+
+std::vector<std::string> cables_cmd(int nodes, const std::string &transport,
+                                    const std::string &program,
+                                    const std::vector<std::string> &args,
+                                    const std::vector<std::string> &extra)
+{
+    std::vector<std::string> v = { launcher(), "-n", std::to_string(nodes), "-t", transport };
+    v.insert(v.end(), extra.begin(), extra.end());
+    v.push_back("--");
+    v.push_back(program);
+    v.insert(v.end(), args.begin(), args.end());
+    return v;
+}
+
+Result run_cables(int nodes, const std::string &transport, const std::string &program,
+                  const std::vector<std::string> &args, const Env &env,
+                  const std::vector<std::string> &extra, double timeout_s)
+{
+    return run(cables_cmd(nodes, transport, program, args, extra), env, timeout_s);
+}
+
+std::map<std::string, std::string> parse_result(const std::string &output)
+{
+    std::map<std::string, std::string> r;
+    std::istringstream in(output);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (line.rfind("RESULT ", 0) == 0)
+            last = line;
+    if (last.empty())
+        return r;
+    std::istringstream words(last.substr(7));
+    std::string w;
+    r["_line"] = last;
+    while (words >> w) {
+        size_t eq = w.find('=');
+        if (eq != std::string::npos)
+            r[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    return r;
+}
+
+long long get_ll(const std::map<std::string, std::string> &r, const std::string &key,
+                 long long fallback)
+{
+    auto it = r.find(key);
+    if (it == r.end())
+        return fallback;
+    char *end;
+    long long v = strtoll(it->second.c_str(), &end, 10);
+    return *end ? fallback : v;
+}
+
+std::vector<Cfg> all_cfgs()
+{
+    std::vector<Cfg> v;
+    for (int n : { 1, 2, 4 })
+        for (const char *t : { "shm", "tcp" })
+            v.push_back({ n, t });
+    return v;
+}
+
+std::string cfg_name(const ::testing::TestParamInfo<Cfg> &info)
+{
+    return std::to_string(info.param.nodes) + "nodes_" + info.param.transport;
+}
+
+} // namespace mn

@@ -1,0 +1,81 @@
+// Homes and memory over N nodes: first-touch placement, the placement
+// policies, and a sparse 1 GiB allocation.  {1,2,4} nodes x {shm,tcp}.
+#include "harness.h"
+
+using mn::Cfg;
+
+class FirstTouch : public ::testing::TestWithParam<Cfg> {};
+class Placement : public ::testing::TestWithParam<Cfg> {};
+class Sparse : public ::testing::TestWithParam<Cfg> {};
+
+// Node i first writes block i: block i is homed at node i, and writing it
+// fetched no page from another node.
+TEST_P(FirstTouch, OwnBlockHomedLocallyWithoutFetches)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("first_touch"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "fetched_local"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad_data"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "pages"), 8 * c.nodes) << res.describe();
+}
+
+static void check_placement(const Cfg &c, const std::vector<std::string> &args,
+                            const std::vector<std::string> &launcher_opts)
+{
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("placement"), args, {},
+                              launcher_opts);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad_data"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "pages"), 8 * c.nodes) << res.describe();
+}
+
+// cables-run -p round-robin | block | fixed:1 decides the homes of
+// cables_alloc() memory, whichever node touches it first (the last one).
+TEST_P(Placement, LauncherPolicy)
+{
+    const Cfg c = GetParam();
+    const std::string fixed = c.nodes > 1 ? "1" : "0";
+    for (auto &pol : { "round-robin", "block" }) {
+        SCOPED_TRACE(pol);
+        check_placement(c, { "env", pol }, { "-p", pol });
+    }
+    SCOPED_TRACE("fixed:" + fixed);
+    check_placement(c, { "env", "fixed", fixed }, { "-p", "fixed:" + fixed });
+}
+
+// cables_alloc_placed(size, ROUND_ROBIN | BLOCK | FIXED, node).
+TEST_P(Placement, AllocPlacedPolicy)
+{
+    const Cfg c = GetParam();
+    for (auto &pol : { "round-robin", "block" }) {
+        SCOPED_TRACE(pol);
+        check_placement(c, { "api", pol }, {});
+    }
+    const std::string node = std::to_string(c.nodes - 1);
+    SCOPED_TRACE("fixed " + node);
+    check_placement(c, { "api", "fixed", node }, {});
+}
+
+// Writing every 100th page of 1 GiB costs about 1% of 1 GiB on the
+// writing node, in cables_memory_used() and in VmRSS.
+TEST_P(Sparse, OnePercentTouchedCostsOnePercent)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("sparse"));
+    MN_EXPECT_RUN_OK(res, r);
+    const long long gib = 1ll << 30, lo = gib * 9 / 1000, hi = gib * 3 / 100;
+    long long mem = mn::get_ll(r, "mem_delta"), rss = mn::get_ll(r, "rss_delta");
+    EXPECT_GE(mem, lo) << res.describe();
+    EXPECT_LE(mem, hi) << res.describe();
+    EXPECT_GE(rss, lo) << res.describe();
+    EXPECT_LE(rss, hi) << res.describe();
+    EXPECT_LE(mn::get_ll(r, "main_mem_delta"), hi) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, FirstTouch, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, Placement, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, Sparse, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

@@ -1,0 +1,156 @@
+// cb_parse_size, cb_parse_policy and cb_config_load (CABLES_* environment).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <unistd.h>
+
+#include "cb_unit.h"
+
+namespace {
+
+TEST(ParseSize, AcceptsWholeNumbersWithBinarySuffixes)
+{
+    const struct { const char *s; size_t v; } ok[] = {
+        {"4096", 4096},        {"0", 0},
+        {"2k", 2ull << 10},    {"2K", 2ull << 10},
+        {"16MiB", 16ull << 20}, {"16m", 16ull << 20},
+        {"64G", 64ull << 30},  {"8GB", 8ull << 30},  {"8GiB", 8ull << 30},
+        {"1T", 1ull << 40},    {"16777215T", 16777215ull << 40},
+    };
+    for (auto &c : ok) {
+        size_t v = 12345;
+        EXPECT_EQ(cb_parse_size(c.s, &v), 0) << c.s;
+        EXPECT_EQ(v, c.v) << c.s;
+    }
+}
+
+TEST(ParseSize, RefusesMalformedAndOverflowing)
+{
+    const char *bad[] = {
+        "", "12Q", "-1", "1.5G", "G", "k", "4096B", "4096i", "1GG", "1G ", "0x10",
+        "99999999999T", "16777216T", "17179869184G", "18446744073709551616",
+    };
+    for (const char *s : bad) {
+        size_t v = 12345;
+        EXPECT_EQ(cb_parse_size(s, &v), -1) << '"' << s << '"';
+        EXPECT_EQ(v, 12345u) << '"' << s << '"';
+    }
+    size_t v;
+    EXPECT_EQ(cb_parse_size(nullptr, &v), -1);
+}
+
+// strtoull skips leading blanks and accepts a sign after them, so " -1" would
+// be read as 2^64 - 1 unless the sign check looks past the blanks.
+TEST(ParseSize, RefusesNegativeAfterLeadingBlank)
+{
+    size_t v = 12345;
+    EXPECT_EQ(cb_parse_size(" -1", &v), -1) << "parsed as " << v;
+}
+
+TEST(ParsePolicy, AcceptsKnownPolicies)
+{
+    const struct { const char *s; cables_policy_t p; int node; } ok[] = {
+        {"first-touch", CABLES_POLICY_FIRST_TOUCH, 0},
+        {"round-robin", CABLES_POLICY_ROUND_ROBIN, 0},
+        {"block", CABLES_POLICY_BLOCK, 0},
+        {"fixed:3", CABLES_POLICY_FIXED, 3},
+        {"fixed:0", CABLES_POLICY_FIXED, 0},
+        {"fixed:63", CABLES_POLICY_FIXED, CB_MAX_NODES - 1},
+    };
+    for (auto &c : ok) {
+        cables_policy_t p = CABLES_POLICY_DEFAULT;
+        int node = -7;
+        EXPECT_EQ(cb_parse_policy(c.s, &p, &node), 0) << c.s;
+        EXPECT_EQ(p, c.p) << c.s;
+        EXPECT_EQ(node, c.node) << c.s;
+    }
+}
+
+TEST(ParsePolicy, RefusesUnknownPolicies)
+{
+    for (const char *s : {"foo", "", "fixed:", "fixed:-1", "fixed:64", "fixed:2x", "fixed",
+                          "block ", "First-Touch"}) {
+        cables_policy_t p = CABLES_POLICY_DEFAULT;
+        int node = 0;
+        EXPECT_EQ(cb_parse_policy(s, &p, &node), -1) << '"' << s << '"';
+    }
+}
+
+// cb_config_load reads the process environment: every test starts clean.
+class ConfigLoad : public ::testing::Test {
+protected:
+    static constexpr const char *kVars[] = {"CABLES_GAS_SIZE", "CABLES_PAGE_SIZE",
+                                            "CABLES_HOME_POLICY", "CABLES_STATS",
+                                            "CABLES_DEAD_TIMEOUT"};
+    const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
+    void SetUp() override { for (auto v : kVars) unsetenv(v); }
+    void TearDown() override { SetUp(); }
+    static cb_config_t Load()
+    {
+        cb_config_t c;
+        memset(&c, 0xEE, sizeof c);
+        cb_config_load(&c);
+        return c;
+    }
+};
+using ConfigLoadDeathTest = ConfigLoad;
+
+TEST_F(ConfigLoad, Defaults)
+{
+    setenv("CABLES_STATS", "", 1);  // empty counts as unset
+    cb_config_t c = Load();
+    EXPECT_EQ(c.gas_size, 64ull << 30);
+    EXPECT_EQ(c.page_size, os_page);
+    EXPECT_EQ(c.policy, CABLES_POLICY_FIRST_TOUCH);
+    EXPECT_EQ(c.policy_node, 0);
+    EXPECT_FALSE(c.stats);
+    EXPECT_DOUBLE_EQ(c.dead_timeout, 3.0);
+}
+
+TEST_F(ConfigLoad, GoodValues)
+{
+    setenv("CABLES_GAS_SIZE", "1G", 1);
+    setenv("CABLES_PAGE_SIZE", std::to_string(2 * os_page).c_str(), 1);
+    setenv("CABLES_HOME_POLICY", "fixed:3", 1);
+    setenv("CABLES_STATS", "yes", 1);
+    setenv("CABLES_DEAD_TIMEOUT", "10.5", 1);
+    cb_config_t c = Load();
+    EXPECT_EQ(c.gas_size, 1ull << 30);
+    EXPECT_EQ(c.page_size, 2 * os_page);
+    EXPECT_EQ(c.policy, CABLES_POLICY_FIXED);
+    EXPECT_EQ(c.policy_node, 3);
+    EXPECT_TRUE(c.stats);
+    EXPECT_DOUBLE_EQ(c.dead_timeout, 10.5);
+
+    setenv("CABLES_STATS", "0", 1);
+    setenv("CABLES_HOME_POLICY", "round-robin", 1);
+    c = Load();
+    EXPECT_FALSE(c.stats);
+    EXPECT_EQ(c.policy, CABLES_POLICY_ROUND_ROBIN);
+    EXPECT_EQ(c.policy_node, 0);
+}
+
+TEST_F(ConfigLoad, GasSizeRoundsUpToPages)
+{
+    setenv("CABLES_GAS_SIZE", std::to_string(os_page + 1).c_str(), 1);
+    EXPECT_EQ(Load().gas_size, 2 * os_page);
+}
+
+TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
+{
+    const struct { const char *var, *val; } bad[] = {
+        {"CABLES_GAS_SIZE", "12Q"},     {"CABLES_GAS_SIZE", "0"},
+        {"CABLES_GAS_SIZE", "17T"},     {"CABLES_HOME_POLICY", "foo"},
+        {"CABLES_PAGE_SIZE", "1000"},   {"CABLES_PAGE_SIZE", "32M"},
+        {"CABLES_STATS", "maybe"},      {"CABLES_DEAD_TIMEOUT", "0.1"},
+        {"CABLES_DEAD_TIMEOUT", "3s"},
+    };
+    for (auto &b : bad) {
+        SetUp();
+        setenv(b.var, b.val, 1);
+        std::string re = std::string("^cables: ") + b.var + "='" + b.val + "'";
+        EXPECT_EXIT(Load(), ::testing::ExitedWithCode(2), re) << b.var << "=" << b.val;
+    }
+}
+
+}  // namespace

@@ -1,0 +1,165 @@
+// cb_page_next / cb_page_prot: the HLRC page state machine.
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+
+#include <initializer_list>
+
+#include "cb_unit.h"
+
+namespace {
+
+constexpr bool kHome = true, kCopy = false;
+using States = std::initializer_list<uint32_t>;
+const cb_page_event kEvents[] = {EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_INVALIDATE};
+
+cb_page_step_t step(uint32_t s, bool home, cb_page_event ev) { return cb_page_next(s, home, ev); }
+
+TEST(PageNext, ReadFaultOnInvalidCopyFetches)
+{
+    auto s = step(PG_NONE, kCopy, EV_READ_FAULT);
+    EXPECT_EQ(s.next, (uint32_t)PG_RO);
+    EXPECT_EQ(s.act, (unsigned)(ACT_FETCH | ACT_PROTECT));
+}
+
+TEST(PageNext, ReadFaultOnInvalidListedCopyKeepsNotice)
+{
+    auto s = step(PG_NONE | PG_LISTED, kCopy, EV_READ_FAULT);
+    EXPECT_EQ(s.next, (uint32_t)(PG_RO | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)(ACT_FETCH | ACT_PROTECT));
+}
+
+TEST(PageNext, ReadFaultOnHomeDoesNotFetch)
+{
+    auto s = step(PG_NONE, kHome, EV_READ_FAULT);
+    EXPECT_EQ(s.next, (uint32_t)PG_RO);
+    EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
+}
+
+TEST(PageNext, WriteFaultOnInvalidCopy)
+{
+    auto s = step(PG_NONE, kCopy, EV_WRITE_FAULT);
+    EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)(ACT_FETCH | ACT_TWIN | ACT_LIST | ACT_PROTECT));
+}
+
+TEST(PageNext, WriteFaultOnReadOnlyCopyTwinsWithoutFetch)
+{
+    auto s = step(PG_RO, kCopy, EV_WRITE_FAULT);
+    EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)(ACT_TWIN | ACT_LIST | ACT_PROTECT));
+}
+
+TEST(PageNext, WriteFaultOnHomeOnlyLists)
+{
+    for (uint32_t acc : States{PG_NONE, PG_RO}) {
+        auto s = step(acc, kHome, EV_WRITE_FAULT);
+        EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_LISTED)) << acc;
+        EXPECT_EQ(s.act, (unsigned)(ACT_LIST | ACT_PROTECT)) << acc;
+    }
+}
+
+TEST(PageNext, WriteFaultOnListedPageDoesNotListAgain)
+{
+    auto s = step(PG_RO | PG_LISTED, kCopy, EV_WRITE_FAULT);  // invalidated then re-read
+    EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)(ACT_TWIN | ACT_PROTECT));
+    s = step(PG_NONE | PG_LISTED, kCopy, EV_WRITE_FAULT);
+    EXPECT_EQ(s.act, (unsigned)(ACT_FETCH | ACT_TWIN | ACT_PROTECT));
+    s = step(PG_RO | PG_LISTED, kHome, EV_WRITE_FAULT);
+    EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
+}
+
+TEST(PageNext, ReleaseOfDirtyCopyDiffsAndDowngrades)
+{
+    auto s = step(PG_RW | PG_LISTED, kCopy, EV_RELEASE);
+    EXPECT_EQ(s.next, (uint32_t)PG_RO);  // notice made: the next write lists again
+    EXPECT_EQ(s.act, (unsigned)(ACT_DIFF | ACT_PROTECT));
+}
+
+TEST(PageNext, ReleaseOfDirtyHomeDowngradesWithoutDiff)
+{
+    auto s = step(PG_RW | PG_LISTED, kHome, EV_RELEASE);
+    EXPECT_EQ(s.next, (uint32_t)PG_RO);
+    EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
+}
+
+TEST(PageNext, InvalidateOfCleanCopy)
+{
+    auto s = step(PG_RO, kCopy, EV_INVALIDATE);
+    EXPECT_EQ(s.next, (uint32_t)PG_NONE);
+    EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
+}
+
+TEST(PageNext, InvalidateOfDirtyCopyDiffsAndKeepsNotice)
+{
+    auto s = step(PG_RW | PG_LISTED, kCopy, EV_INVALIDATE);
+    EXPECT_EQ(s.next, (uint32_t)(PG_NONE | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)(ACT_DIFF | ACT_PROTECT));
+}
+
+TEST(PageNext, InvalidateOfHomeDoesNothing)
+{
+    for (uint32_t st : States{PG_NONE, PG_RO, PG_RW | PG_LISTED}) {
+        auto s = step(st, kHome, EV_INVALIDATE);
+        EXPECT_EQ(s.next, st);
+        EXPECT_EQ(s.act, 0u) << st;
+    }
+}
+
+TEST(PageNext, FaultOnResolvedPageDoesNothing)
+{
+    for (bool home : {kHome, kCopy}) {
+        for (uint32_t st : States{PG_RO, PG_RW, PG_RW | PG_LISTED}) {
+            auto s = step(st, home, EV_READ_FAULT);
+            EXPECT_EQ(s.next, st) << st << " home " << home;
+            EXPECT_EQ(s.act, 0u) << st << " home " << home;
+        }
+        auto s = step(PG_RW | PG_LISTED, home, EV_WRITE_FAULT);
+        EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_LISTED));
+        EXPECT_EQ(s.act, 0u) << "home " << home;
+    }
+}
+
+// Every state word (access bits x BUSY x WAITERS x LISTED), event and side.
+TEST(PageNext, InvariantsOverAllStates)
+{
+    for (uint32_t st = 0; st < (PG_LISTED << 1); st++) {
+        if ((st & PG_ACC) == PG_ACC)
+            continue;  // not a state: the access bits are NONE, RO or RW
+        for (cb_page_event ev : kEvents) {
+            for (bool home : {kHome, kCopy}) {
+                auto s = step(st, home, ev);
+                SCOPED_TRACE(::testing::Message() << "state " << st << " ev " << ev << " home " << home);
+                EXPECT_EQ(s.next & (PG_BUSY | PG_WAITERS), 0u);
+                EXPECT_NE(s.next & PG_ACC, (uint32_t)PG_ACC);
+                if (home) {
+                    EXPECT_EQ(s.act & (ACT_TWIN | ACT_DIFF | ACT_FETCH), 0u);
+                }
+                if (s.act & ACT_LIST) {  // listing always marks LISTED, once
+                    EXPECT_TRUE((s.next & PG_LISTED) && !(st & PG_LISTED));
+                }
+                if (s.act & ACT_TWIN) {
+                    EXPECT_EQ(s.next & PG_ACC, (uint32_t)PG_RW);
+                }
+                if (ev == EV_RELEASE) {  // the dirty list was taken: notice made
+                    EXPECT_EQ(s.next & PG_LISTED, 0u);
+                } else if (s.act == 0) {
+                    EXPECT_EQ(s.next, st & ~(uint32_t)(PG_BUSY | PG_WAITERS));
+                }
+            }
+        }
+    }
+}
+
+TEST(PageProt, MapsAccessBits)
+{
+    EXPECT_EQ(cb_page_prot(PG_NONE), PROT_NONE);
+    EXPECT_EQ(cb_page_prot(PG_RO), PROT_READ);
+    EXPECT_EQ(cb_page_prot(PG_RW), PROT_READ | PROT_WRITE);
+    EXPECT_EQ(cb_page_prot(PG_RO | PG_BUSY | PG_WAITERS | PG_LISTED), PROT_READ);
+    EXPECT_EQ(cb_page_prot(PG_RW | PG_LISTED | PG_BUSY), PROT_READ | PROT_WRITE);
+    EXPECT_EQ(cb_page_prot(PG_NONE | PG_LISTED | PG_WAITERS), PROT_NONE);
+}
+
+}  // namespace
