@@ -148,7 +148,7 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
 {
     cb_waiter_t *w = (cb_waiter_t *)(uintptr_t)m->waiter;
     if (m->type == M_DIFF_ACK) {
-        if (atomic_fetch_sub(&w->pending, 1) == 1)
+        if (atomic_fetch_sub(&w->pending, (uint32_t)m->a) == (uint32_t)m->a)
             cb_futex_wake(&w->pending);
         return;
     }

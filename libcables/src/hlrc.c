@@ -119,22 +119,39 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
     }
 }
 
-/* Diff a dirty copy (already write-protected) and send it to its home. */
-static void send_diff(uint64_t p, cb_waiter_t *acks)
+/* Diffs bound for the homes, one message per home: records of
+ * [u32 page][u32 length][diff bytes].  Homes acknowledge by page count. */
+typedef struct { uint8_t *buf; size_t len, cap; } diff_batch_t;
+
+static void diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
 {
-    uint8_t *d = malloc(cb_diff_max(cb.ps));
-    if (!d)
-        cb_die("out of memory for a diff");
-    size_t n = cb_diff_encode(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps, d);
-    if (n == 0) {
-        free(d);
-        return;
+    size_t need = b->len + 8 + cb_diff_max(cb.ps);
+    if (need > b->cap) {
+        b->cap = need * 2;
+        b->buf = realloc(b->buf, b->cap);
+        if (!b->buf)
+            cb_die("out of memory for diffs");
     }
+    size_t n = cb_diff_encode(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps, b->buf + b->len + 8);
+    if (n == 0)
+        return;
+    uint32_t hdr[2] = { (uint32_t)p, (uint32_t)n };
+    memcpy(b->buf + b->len, hdr, 8);
+    b->len += 8 + n;
+    atomic_fetch_add(&acks->pending, 1);
     STAT_ADD(diffs_sent, 1);
     STAT_ADD(diff_bytes_sent, n);
-    atomic_fetch_add(&acks->pending, 1);
-    cb_msg_t m = { .type = M_DIFF, .a = p, .waiter = (uintptr_t)acks };
-    cb_send(cb_home_cached(p), &m, d, n, true);
+}
+
+static void diff_send(diff_batch_t *b, int home, cb_waiter_t *acks)
+{
+    if (b->len) {
+        cb_msg_t m = { .type = M_DIFF, .waiter = (uintptr_t)acks };
+        cb_send(home, &m, b->buf, b->len, true);
+    } else {
+        free(b->buf);
+    }
+    *b = (diff_batch_t){ 0 };
 }
 
 void cb_release(void)
@@ -147,20 +164,25 @@ void cb_release(void)
         return;
     }
     cb_waiter_t acks = { 0 };
+    diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
     uint32_t *pages = malloc(4 * (size_t)n);
-    if (!pages)
+    if (!pages || !batch)
         cb_die("out of memory closing an interval");
     for (uint32_t i = 0; i < n; i++) {
         uint64_t p = list[i];
         pages[i] = (uint32_t)p;
         uint32_t s = cb_page_own(p);
-        cb_page_step_t st = cb_page_next(s, cb_home_cached(p) == cb.self, EV_RELEASE);
+        int home = cb_home_cached(p);
+        cb_page_step_t st = cb_page_next(s, home == cb.self, EV_RELEASE);
         if (st.act & ACT_PROTECT)
             cb_page_protect(p, 1, cb_page_prot(st.next));
         if (st.act & ACT_DIFF)
-            send_diff(p, &acks);
+            diff_add(&batch[home], p, &acks);
         cb_page_unown(p, st.next);
     }
+    for (int h = 0; h < CB_MAX_NODES; h++)
+        diff_send(&batch[h], h, &acks);
+    free(batch);
     cb_waiter_wait_pending(&acks);
     pthread_mutex_lock(&log_mu);
     log_append(cb.self, n, pages);
@@ -206,8 +228,11 @@ void cb_acquire(const uint32_t *target)
             cb_page_protect(p, 1, PROT_NONE);
             STAT_ADD(invalidations, 1);
         }
-        if (st.act & ACT_DIFF)
-            send_diff(p, &acks); /* our own writes to it must reach the home first */
+        if (st.act & ACT_DIFF) { /* our own writes to it must reach the home first */
+            diff_batch_t b = { 0 };
+            diff_add(&b, p, &acks);
+            diff_send(&b, cb_home_cached(p), &acks);
+        }
         cb_page_unown(p, st.next);
     }
     cb_waiter_wait_pending(&acks);
@@ -251,18 +276,32 @@ void cb_on_fetch(const cb_msg_t *m)
 
 void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
 {
-    uint64_t p = m->a;
-    if (p >= cb.npages || home_unknown(m, d, len, p))
-        return;
-    int h = cb_home_cached(p);
-    if (h != cb.self) {
-        cb_forward(h, m, d, len); /* the home moved away */
-        return;
+    const uint8_t *q = d, *end = q + len;
+    uint64_t applied_here = 0;
+    while (q < end) {
+        uint32_t hdr[2];
+        if (end - q < 8 || (memcpy(hdr, q, 8), (size_t)(end - q - 8) < hdr[1]) ||
+            hdr[0] >= cb.npages)
+            cb_die("node %d: malformed diff message from node %d", cb.self, m->src);
+        uint64_t p = hdr[0];
+        size_t rl = 8 + hdr[1];
+        int h = cb_home_cached(p);
+        if (h != cb.self) {
+            /* the home moved away, or we have not learned we are it yet:
+             * that record travels alone, and is acknowledged alone */
+            if (!home_unknown(m, q, rl, p))
+                cb_forward(h, m, q, rl);
+        } else {
+            if (cb_diff_apply(cb_proto_page(p), cb.ps, q + 8, hdr[1]))
+                cb_die("node %d: malformed diff for page %llu from node %d", cb.self,
+                       (unsigned long long)p, m->src);
+            STAT_ADD(diffs_applied, 1);
+            applied_here++;
+        }
+        q += rl;
     }
-    if (cb_diff_apply(cb_proto_page(p), cb.ps, d, len))
-        cb_die("node %d: malformed diff for page %llu from node %d", cb.self,
-               (unsigned long long)p, m->src);
-    STAT_ADD(diffs_applied, 1);
-    cb_msg_t r = { .type = M_DIFF_ACK };
-    cb_reply(m, &r, NULL, 0, false);
+    if (applied_here) {
+        cb_msg_t r = { .type = M_DIFF_ACK, .a = applied_here };
+        cb_reply(m, &r, NULL, 0, false);
+    }
 }
