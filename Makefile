@@ -6,7 +6,7 @@ CC       ?= cc
 CXX      ?= c++
 OPT      ?= -O2 -g
 DEPS_CFLAGS := $(shell pkg-config --cflags ucx ompi-c)
-DEPS_LIBS   := $(shell pkg-config --libs ucx ompi-c) -ldl -lpthread
+DEPS_LIBS   := $(shell pkg-config --libs ucx ompi-c) -lnuma -ldl -lpthread
 CFLAGS   := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -fPIC \
             -Ilibcables/include $(DEPS_CFLAGS) $(EXTRA_CFLAGS)
 CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_CFLAGS)

@@ -17,7 +17,6 @@ static cb_vc_t vc;                     /* intervals known: a prefix per node */
 static cb_vc_t applied;                /* intervals whose copies we invalidated */
 static uint32_t known[CB_MAX_NODES][CB_MAX_NODES]; /* node k knows at least */
 
-void cb_hlrc_init(void) {}
 
 static void log_append(int m, uint32_t npages, uint32_t *pages)
 {

@@ -142,7 +142,6 @@ typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
 typedef struct { cb_interval_t *iv; uint32_t n, cap; } cb_wnlog_t;
 typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
-void cb_hlrc_init(void);
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
 /* Encode the notices in (from, my vc] into a malloc'd buffer. */
@@ -212,6 +211,9 @@ void cb_heard_from(int node);
 void cb_check_peers(void);           /* comm thread, periodically */
 void cb_peer_failed(int node, const char *why) __attribute__((noreturn));
 int cb_pick_node(void);
+
+/* numa.c */
+void cb_numa_place(int local_rank);
 
 /* stats.c */
 extern cables_stats_t cb_stats;

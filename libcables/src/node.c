@@ -70,7 +70,8 @@ void cb_node_start(int *argc, char ***argv)
         launched = size;
     }
     cb_gas_init();
-    cb_hlrc_init();
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cb_numa_place(lr ? atoi(lr) : 0);
     cb_comm_start();
     size_t len;
     cb_node_info_t *me = pack_self(&len);
