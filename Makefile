@@ -26,7 +26,7 @@ MULTI     := $(BUILD)/tests/multinode_tests
 
 all: $(LIB) $(RUN) $(PROGS)
 
-$(BUILD)/libcables/src/%.o: libcables/src/%.c libcables/src/internal.h libcables/include/cables.h
+$(BUILD)/libcables/src/%.o: libcables/src/%.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -48,7 +48,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 # unit tests link the runtime's objects directly (pure parts: diff, page, config)
 UNIT_OBJS := $(BUILD)/libcables/src/diff.o $(BUILD)/libcables/src/page.o $(BUILD)/libcables/src/config.o
-$(UNIT): $(wildcard tests/unit/*.cc) $(UNIT_OBJS)
+$(UNIT): $(wildcard tests/unit/*.cc) $(UNIT_OBJS) libcables/src/pure.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cc,$^) $(UNIT_OBJS) -o $@ -lgtest -lgtest_main -lpthread
 

@@ -27,12 +27,12 @@ void cb_die(const char *fmt, ...)
 /* "64G", "4096", "1.5M" is refused: whole numbers with K/M/G/T (powers of 2). */
 int cb_parse_size(const char *s, size_t *out)
 {
-    if (!s || !*s)
+    if (!s || *s < '0' || *s > '9') /* strtoull would take " -1" and "+5" */
         return -1;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-')
+    if (errno || end == s)
         return -1;
     unsigned shift = 0;
     switch (*end) {
@@ -59,6 +59,8 @@ int cb_parse_policy(const char *s, cables_policy_t *p, int *node)
     else if (!strcmp(s, "block")) *p = CABLES_POLICY_BLOCK;
     else if (!strncmp(s, "fixed:", 6)) {
         char *end;
+        if (s[6] < '0' || s[6] > '9')
+            return -1;
         long n = strtol(s + 6, &end, 10);
         if (end == s + 6 || *end || n < 0 || n >= CB_MAX_NODES)
             return -1;

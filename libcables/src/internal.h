@@ -20,50 +20,12 @@
 
 #include "cables.h"
 
-#define CB_MAX_NODES 64
 #define CB_GAS_BASE  0x100000000000ULL /* 16 TiB: the same in every node */
 
 /* ---- status: one type for every error ---- */
 typedef enum { CB_OK = 0, CB_ERR = -1 } cb_status_t;
 
-/* ---- page state word (page.c): one 32-bit word per page, futex-waitable */
-enum {
-    PG_NONE = 0,   /* no access: invalid copy, or never touched */
-    PG_RO = 1,     /* valid copy or clean home page, read-only */
-    PG_RW = 2,     /* written this interval: twinned copy or home page */
-    PG_ACC = 3,    /* mask of the access bits above */
-    PG_BUSY = 1u << 2,    /* one thread is changing the page; others wait */
-    PG_WAITERS = 1u << 3, /* someone sleeps on the word: wake on unbusy */
-    PG_LISTED = 1u << 4,  /* in this interval's dirty list: notice pending */
-};
-enum cb_page_event { EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_INVALIDATE };
-enum {
-    ACT_FETCH = 1, ACT_TWIN = 2, ACT_LIST = 4, ACT_DIFF = 8,
-    ACT_PROTECT = 16, /* set the application view's protection to next's */
-};
-typedef struct { uint32_t next; unsigned act; } cb_page_step_t;
-/* page.c */
-cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev);
-int cb_page_prot(uint32_t state);
-
-/* diff.c: byte-exact runs where page differs from twin:
- * [u32 offset][u32 length][bytes], repeated. */
-size_t cb_diff_encode(const uint8_t *page, const uint8_t *twin, size_t size, uint8_t *out);
-size_t cb_diff_max(size_t size);
-int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len);
-
-/* config.c */
-typedef struct {
-    size_t gas_size, page_size;
-    cables_policy_t policy;
-    int policy_node;
-    bool stats;
-    double dead_timeout; /* seconds without a message before a peer is dead */
-} cb_config_t;
-int cb_parse_size(const char *s, size_t *out);
-int cb_parse_policy(const char *s, cables_policy_t *p, int *node);
-void cb_config_load(cb_config_t *c); /* exits with a message on bad input */
-void cb_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+#include "pure.h"
 
 /* ---- waiting: futex words (sys.c) ---- */
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <unistd.h>
 
-#include "cb_unit.h"
+#include "pure.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <initializer_list>
 
-#include "cb_unit.h"
+#include "pure.h"
 
 namespace {
 
