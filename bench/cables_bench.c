@@ -12,8 +12,9 @@
  *          turns), each timing its cables_lock call; median per acquire.
  * barrier  one thread per node, rounds of barriers; median per barrier.
  *
- * Results are "KEY value" lines on stdout (times in microseconds); anything
- * wrong is reported as "ERROR ..." and the exit status is 1. */
+ * Results are "KEY value" lines on stdout (times in microseconds), then
+ * "DONE <errors>"; anything wrong is reported as "ERROR ..." and the exit
+ * status is 1. */
 #include <cables.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,9 +26,9 @@
 #define FAULT_PAGES 300      /* per round */
 #define LLOCK_BATCHES 200
 #define LLOCK_BATCH 100
-#define RLOCK_ITERS 300      /* timed acquires per node */
+#define RLOCK_ITERS 500      /* timed acquires per node */
 #define RLOCK_WARMUP 20
-#define BAR_ROUNDS 15
+#define BAR_ROUNDS 25
 #define BAR_PER_ROUND 40
 #define BAR_WARMUP 20
 #define MAXN 64
@@ -352,5 +353,7 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
+    printf("DONE %d\n", errors); /* run.sh: all results are out */
+    fflush(stdout);
     return errors ? 1 : 0;
 }

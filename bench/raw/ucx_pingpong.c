@@ -267,6 +267,7 @@ int main(int argc, char **argv)
         printf("UCX_WAIT_RTT_US %.3f\n", median(rtt, nr));
         printf("UCX_WAIT_4K_US %.3f\n", median(pg, np));
         send_am(AM_STOP, &word_out, sizeof word_out);
+        printf("DONE 0\n");
         fflush(stdout);
         free(rtt);
         free(pg);
