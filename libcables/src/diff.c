@@ -15,32 +15,54 @@ size_t cb_diff_max(size_t size)
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
-size_t cb_diff_encode(const uint8_t *page, const uint8_t *twin, size_t size, uint8_t *out)
+/* Runs of differing bytes, found word by word.  Each word of the page is
+ * read once; its bytes that differ from the twin go out, and with refresh
+ * the twin takes that same snapshot.  So the page may be written by other
+ * threads meanwhile: a byte written after its word was read differs from
+ * the refreshed twin, and goes out with the next diff. */
+static size_t encode(const uint8_t *page, uint8_t *twin, size_t size, uint8_t *out, bool refresh)
 {
-    size_t n = 0, i = 0;
-    while (i < size) {
-        /* skip equal words, then equal bytes */
-        while (i + 8 <= size) {
-            uint64_t a, b;
-            memcpy(&a, page + i, 8);
-            memcpy(&b, twin + i, 8);
-            if (a != b)
-                break;
-            i += 8;
+    size_t n = 0, run = 0; /* run: offset in out of the open run's header */
+    bool open = false;
+    for (size_t i = 0; i < size; i += 8) {
+        uint64_t v = __atomic_load_n((const uint64_t *)(page + i), __ATOMIC_RELAXED), t;
+        memcpy(&t, twin + i, 8);
+        if (v == t) {
+            open = false;
+            continue;
         }
-        while (i < size && page[i] == twin[i])
-            i++;
-        if (i >= size)
-            break;
-        size_t start = i;
-        while (i < size && page[i] != twin[i])
-            i++;
-        put32(out + n, (uint32_t)start);
-        put32(out + n + 4, (uint32_t)(i - start));
-        memcpy(out + n + 8, page + start, i - start);
-        n += 8 + (i - start);
+        uint8_t vb[8], tb[8];
+        memcpy(vb, &v, 8);
+        memcpy(tb, &t, 8);
+        for (size_t k = 0; k < 8; k++) {
+            if (vb[k] == tb[k]) {
+                open = false;
+                continue;
+            }
+            if (!open) {
+                run = n;
+                put32(out + run, (uint32_t)(i + k));
+                put32(out + run + 4, 0);
+                n += 8;
+                open = true;
+            }
+            out[n++] = vb[k];
+            put32(out + run + 4, get32(out + run + 4) + 1);
+        }
+        if (refresh)
+            memcpy(twin + i, &v, 8);
     }
     return n;
+}
+
+size_t cb_diff_encode(const uint8_t *page, const uint8_t *twin, size_t size, uint8_t *out)
+{
+    return encode(page, (uint8_t *)twin, size, out, false);
+}
+
+size_t cb_diff_encode_refresh(const uint8_t *page, uint8_t *twin, size_t size, uint8_t *out)
+{
+    return encode(page, twin, size, out, true);
 }
 
 int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len)

@@ -122,7 +122,8 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
  * [u32 page][u32 length][diff bytes].  Homes acknowledge by page count. */
 typedef struct { uint8_t *buf; size_t len, cap; } diff_batch_t;
 
-static void diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
+/* false if the page had nothing to diff (its twin is refreshed either way) */
+static bool diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
 {
     size_t need = b->len + 8 + cb_diff_max(cb.ps);
     if (need > b->cap) {
@@ -131,15 +132,17 @@ static void diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
         if (!b->buf)
             cb_die("out of memory for diffs");
     }
-    size_t n = cb_diff_encode(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps, b->buf + b->len + 8);
+    size_t n = cb_diff_encode_refresh(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps,
+                                      b->buf + b->len + 8);
     if (n == 0)
-        return;
+        return false;
     uint32_t hdr[2] = { (uint32_t)p, (uint32_t)n };
     memcpy(b->buf + b->len, hdr, 8);
     b->len += 8 + n;
     atomic_fetch_add(&acks->pending, 1);
     STAT_ADD(diffs_sent, 1);
     STAT_ADD(diff_bytes_sent, n);
+    return true;
 }
 
 static void diff_send(diff_batch_t *b, int home, cb_waiter_t *acks)
@@ -164,30 +167,42 @@ void cb_release(void)
     }
     cb_waiter_t acks = { 0 };
     diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
-    uint32_t *pages = malloc(4 * (size_t)n);
+    uint32_t *pages = malloc(4 * (size_t)n), nw = 0; /* the interval's written pages */
     if (!pages || !batch)
         cb_die("out of memory closing an interval");
     for (uint32_t i = 0; i < n; i++) {
         uint64_t p = list[i];
-        pages[i] = (uint32_t)p;
         uint32_t s = cb_page_own(p);
         int home = cb_home_cached(p);
+        bool written = true;
         cb_page_step_t st = cb_page_next(s, home == cb.self, EV_RELEASE);
         if (st.act & ACT_PROTECT)
             cb_page_protect(p, 1, cb_page_prot(st.next));
-        if (st.act & ACT_DIFF)
-            diff_add(&batch[home], p, &acks);
+        if (st.act & ACT_DIFF && !diff_add(&batch[home], p, &acks)) {
+            st = cb_page_next(st.next, false, EV_IDLE);
+            cb_page_protect(p, 1, cb_page_prot(st.next));
+            written = diff_add(&batch[home], p, &acks);
+        }
+        if (st.act & ACT_LIST)
+            cb_dirty_push(p); /* still written: next interval's list */
+        if (written)
+            pages[nw++] = (uint32_t)p;
         cb_page_unown(p, st.next);
     }
     for (int h = 0; h < CB_MAX_NODES; h++)
         diff_send(&batch[h], h, &acks);
     free(batch);
     cb_waiter_wait_pending(&acks);
+    if (nw == 0) {
+        free(pages);
+        pthread_mutex_unlock(&cb.release_mu);
+        return;
+    }
     pthread_mutex_lock(&log_mu);
-    log_append(cb.self, n, pages);
+    log_append(cb.self, nw, pages);
     applied[cb.self] = vc[cb.self];
     pthread_mutex_unlock(&log_mu);
-    STAT_ADD(write_notices_made, n);
+    STAT_ADD(write_notices_made, nw);
     pthread_mutex_unlock(&cb.release_mu);
 }
 

@@ -14,8 +14,11 @@ int cb_page_prot(uint32_t state)
 }
 
 /* A home page never has a twin: writes at home are already in the home copy;
- * it only needs a write notice.  A copy is fetched when invalid, twinned at
- * its first write of an interval, and diffed at release. */
+ * it only needs a write notice, and is write-protected at release to see
+ * the next interval's writes.  A copy is fetched when invalid and twinned
+ * at its first write.  A written copy stays writable across releases (each
+ * release diffs it and refreshes its twin: no protection change, no new
+ * fault) until a release finds nothing to diff: then it is write-protected. */
 cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
 {
     uint32_t acc = state & PG_ACC, keep = state & PG_LISTED;
@@ -36,10 +39,22 @@ cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
         if (!is_home)
             s.act |= ACT_TWIN | (acc == PG_NONE ? ACT_FETCH : 0);
         return s;
-    case EV_RELEASE: /* the page was in the dirty list */
+    case EV_RELEASE:
+        if (acc == PG_RW && !is_home) {
+            s.next = PG_LISTED | PG_RW;
+            s.act = ACT_DIFF | ACT_LIST;
+            return s;
+        }
         s.next = acc == PG_RW ? PG_RO : acc;
         if (acc == PG_RW)
-            s.act = ACT_PROTECT | (is_home ? 0 : ACT_DIFF);
+            s.act = ACT_PROTECT;
+        return s;
+    case EV_IDLE:
+        if (acc != PG_RW || is_home)
+            return s;
+        /* protect, then diff once more: a write that raced the first diff */
+        s.next = PG_RO;
+        s.act = ACT_PROTECT | ACT_DIFF;
         return s;
     case EV_INVALIDATE:
         if (is_home || acc == PG_NONE)

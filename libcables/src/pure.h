@@ -26,7 +26,9 @@ enum {
     PG_WAITERS = 1u << 3, /* someone sleeps on the word: wake on unbusy */
     PG_LISTED = 1u << 4,  /* in this interval's dirty list: notice pending */
 };
-enum cb_page_event { EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_INVALIDATE };
+/* EV_RELEASE: a listed page at a release; EV_IDLE: a listed copy whose
+ * release diff was empty (it stops being written) */
+enum cb_page_event { EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_IDLE, EV_INVALIDATE };
 enum {
     ACT_FETCH = 1, ACT_TWIN = 2, ACT_LIST = 4, ACT_DIFF = 8,
     ACT_PROTECT = 16, /* set the application view's protection to next's */
@@ -39,6 +41,8 @@ int cb_page_prot(uint32_t state);
 /* diff.c: byte-exact runs where page differs from twin:
  * [u32 offset][u32 length][bytes], repeated. */
 size_t cb_diff_encode(const uint8_t *page, const uint8_t *twin, size_t size, uint8_t *out);
+/* the same, and the twin becomes the page as the diff saw it */
+size_t cb_diff_encode_refresh(const uint8_t *page, uint8_t *twin, size_t size, uint8_t *out);
 size_t cb_diff_max(size_t size);
 int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len);
 

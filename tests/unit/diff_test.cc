@@ -193,3 +193,27 @@ INSTANTIATE_TEST_SUITE_P(PageSizes, Diff, ::testing::Values(4096, 8192),
                          [](const auto &info) { return "ps" + std::to_string(info.param); });
 
 }  // namespace
+
+// A release diffs a page that stays writable: the twin takes the page as the
+// diff saw it, so the next diff carries exactly the bytes written since.
+TEST(DiffRefresh, TwinFollowsThePageAndNextDiffHasOnlyNewWrites)
+{
+    const size_t ps = 4096;
+    std::vector<uint8_t> page(ps, 0), twin(ps, 0), home(ps, 0), out(cb_diff_max(ps));
+    page[10] = 1;
+    page[ps - 1] = 2;
+    size_t n = cb_diff_encode_refresh(page.data(), twin.data(), ps, out.data());
+    ASSERT_GT(n, 0u);
+    ASSERT_EQ(cb_diff_apply(home.data(), ps, out.data(), n), 0);
+    EXPECT_EQ(twin, page);
+    EXPECT_EQ(home, page);
+    EXPECT_EQ(cb_diff_encode_refresh(page.data(), twin.data(), ps, out.data()), 0u);
+
+    page[11] = 3;  // written after the first diff
+    n = cb_diff_encode_refresh(page.data(), twin.data(), ps, out.data());
+    EXPECT_EQ(n, 8u + 1u);  // one run, one byte
+    std::vector<uint8_t> other(ps, 7);  // another node's copy of the home
+    ASSERT_EQ(cb_diff_apply(other.data(), ps, out.data(), n), 0);
+    for (size_t i = 0; i < ps; i++)
+        EXPECT_EQ(other[i], i == 11 ? 3 : 7) << i;
+}

@@ -11,7 +11,7 @@ namespace {
 
 constexpr bool kHome = true, kCopy = false;
 using States = std::initializer_list<uint32_t>;
-const cb_page_event kEvents[] = {EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_INVALIDATE};
+const cb_page_event kEvents[] = {EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_IDLE, EV_INVALIDATE};
 
 cb_page_step_t step(uint32_t s, bool home, cb_page_event ev) { return cb_page_next(s, home, ev); }
 
@@ -70,11 +70,23 @@ TEST(PageNext, WriteFaultOnListedPageDoesNotListAgain)
     EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
 }
 
-TEST(PageNext, ReleaseOfDirtyCopyDiffsAndDowngrades)
+TEST(PageNext, ReleaseOfDirtyCopyDiffsAndStaysWritable)
 {
+    // no protection change: the twin is refreshed, the page listed for the next interval
     auto s = step(PG_RW | PG_LISTED, kCopy, EV_RELEASE);
-    EXPECT_EQ(s.next, (uint32_t)PG_RO);  // notice made: the next write lists again
-    EXPECT_EQ(s.act, (unsigned)(ACT_DIFF | ACT_PROTECT));
+    EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)(ACT_DIFF | ACT_LIST));
+}
+
+TEST(PageNext, IdleCopyIsWriteProtectedThenDiffedOnceMore)
+{
+    auto s = step(PG_RW | PG_LISTED, kCopy, EV_IDLE);
+    EXPECT_EQ(s.next, (uint32_t)PG_RO);
+    EXPECT_EQ(s.act, (unsigned)(ACT_PROTECT | ACT_DIFF));
+    for (uint32_t st : States{PG_NONE, PG_RO, PG_RW | PG_LISTED}) {
+        s = step(st, kHome, EV_IDLE);  // a home page has no twin to diff
+        EXPECT_EQ(s.act, 0u) << st;
+    }
 }
 
 TEST(PageNext, ReleaseOfDirtyHomeDowngradesWithoutDiff)
@@ -136,14 +148,19 @@ TEST(PageNext, InvariantsOverAllStates)
                 if (home) {
                     EXPECT_EQ(s.act & (ACT_TWIN | ACT_DIFF | ACT_FETCH), 0u);
                 }
-                if (s.act & ACT_LIST) {  // listing always marks LISTED, once
-                    EXPECT_TRUE((s.next & PG_LISTED) && !(st & PG_LISTED));
+                if (s.act & ACT_LIST) {  // a fault lists once; a release lists for the next interval
+                    EXPECT_TRUE(s.next & PG_LISTED);
+                    EXPECT_TRUE(ev == EV_RELEASE || !(st & PG_LISTED));
                 }
                 if (s.act & ACT_TWIN) {
                     EXPECT_EQ(s.next & PG_ACC, (uint32_t)PG_RW);
                 }
-                if (ev == EV_RELEASE) {  // the dirty list was taken: notice made
-                    EXPECT_EQ(s.next & PG_LISTED, 0u);
+                if (ev == EV_RELEASE) {  // the dirty list was taken: listed again only if still written
+                    EXPECT_EQ(!!(s.next & PG_LISTED), !!(s.act & ACT_LIST));
+                    if (s.next & PG_LISTED) {
+                        EXPECT_EQ(s.next & PG_ACC, (uint32_t)PG_RW);
+                        EXPECT_FALSE(home);
+                    }
                 } else if (s.act == 0) {
                     EXPECT_EQ(s.next, st & ~(uint32_t)(PG_BUSY | PG_WAITERS));
                 }
