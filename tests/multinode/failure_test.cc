@@ -17,16 +17,15 @@ static bool contains(const std::string &s, const std::string &what)
     return s.find(what) != std::string::npos;
 }
 
-// Kill a non-master node while all nodes loop on a lock and a barrier: the
-// run ends within 5 s, with a non-zero status and "node K ... dead".
-TEST_P(DeadNode, KilledNodeEndsRunWithMessage)
+// Starts dead_node on c.nodes nodes, waits for "ready", sends sig to a
+// non-master node; returns the result and, in victim/t_sig, whom and when.
+static mn::Result signal_a_node(const Cfg &c, int sig, int *victim_out, pid_t *pid_out,
+                                double *t_sig)
 {
-    const Cfg c = GetParam();
-    if (c.nodes < 2)
-        GTEST_SKIP() << "needs a node to kill besides the master";
     const int victim = c.nodes == 4 ? 2 : 1;
+    *victim_out = victim;
     mn::Proc p;
-    ASSERT_TRUE(p.start(mn::cables_cmd(c.nodes, c.transport, mn::prog("dead_node"))));
+    EXPECT_TRUE(p.start(mn::cables_cmd(c.nodes, c.transport, mn::prog("dead_node"))));
     const std::regex pid_re("(^|\n)node " + std::to_string(victim) + " pid ([0-9]+)\n");
     const std::regex ready_re("(^|\n)ready\n");
     bool ready = p.wait_for(
@@ -34,30 +33,75 @@ TEST_P(DeadNode, KilledNodeEndsRunWithMessage)
             return std::regex_search(o, pid_re) && std::regex_search(o, ready_re);
         },
         30);
-    ASSERT_TRUE(ready) << "no 'ready' and pid line\n" << p.result().describe();
     std::smatch m;
     std::string out = p.output();
-    ASSERT_TRUE(std::regex_search(out, m, pid_re));
+    if (!ready || !std::regex_search(out, m, pid_re)) {
+        ADD_FAILURE() << "no 'ready' and pid line";
+        p.kill_all();
+        return p.result();
+    }
     pid_t victim_pid = (pid_t)std::stol(m[2].str());
-    ASSERT_TRUE(mn::in_session(victim_pid, p.pid()))
-        << "pid " << victim_pid << " is not a process of this run";
+    *pid_out = victim_pid;
+    if (!mn::in_session(victim_pid, p.pid())) {
+        ADD_FAILURE() << "pid " << victim_pid << " is not a process of this run";
+        p.kill_all();
+        return p.result();
+    }
     usleep(300 * 1000); // the loop is running
-    double t_kill = mn::seconds_now();
-    ASSERT_EQ(kill(victim_pid, SIGKILL), 0);
+    *t_sig = mn::seconds_now();
+    EXPECT_EQ(kill(victim_pid, sig), 0);
     bool ended = p.wait_exit(30);
     if (!ended)
-        p.kill_all();
+        p.kill_all(); // also ends a stopped node
     mn::Result res = p.result();
-    ASSERT_TRUE(ended) << "still running 30 s after killing node " << victim << "\n"
-                       << res.describe();
+    EXPECT_TRUE(ended) << "still running 30 s after signal " << sig << " to node " << victim
+                       << "\n" << res.describe();
+    return res;
+}
+
+// Kill a non-master node while all nodes loop on a lock and a barrier: the
+// run ends within 5 s, with a non-zero status and "node K ... dead".
+TEST_P(DeadNode, KilledNodeEndsRunWithMessage)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "needs a node to kill besides the master";
+    int victim = -1;
+    pid_t pid = -1;
+    double t_kill = 0;
+    mn::Result res = signal_a_node(c, SIGKILL, &victim, &pid, &t_kill);
+    if (HasFailure())
+        return;
     EXPECT_LE(res.end_time - t_kill, 5.0) << "the run ended " << res.end_time - t_kill
                                           << " s after the kill\n" << res.describe();
     EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
+    // the runtime's "cables: node X: node K (pid P on H) is dead or unreachable"
+    // or the launcher's "cables-run: node K (on H) is dead"; '.' stops at a
+    // newline, so the program's own "node K pid P" line does not match
     const std::regex dead_re("node " + std::to_string(victim) + " .*dead");
     EXPECT_TRUE(std::regex_search(res.output, dead_re))
         << "no message naming node " << victim << " as dead\n" << res.describe();
-    EXPECT_TRUE(contains(res.output, "pid " + std::to_string(victim_pid)))
-        << "the message does not give the dead node's pid " << victim_pid << "\n"
+}
+
+// A node that stops answering (SIGSTOP: mpirun sees nothing) is found by
+// the runtime itself: the run ends, naming the node and its pid.
+TEST_P(DeadNode, FrozenNodeIsDetectedByTheRuntime)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "needs a node to stop besides the master";
+    int victim = -1;
+    pid_t pid = -1;
+    double t_stop = 0;
+    mn::Result res = signal_a_node(c, SIGSTOP, &victim, &pid, &t_stop);
+    if (HasFailure())
+        return;
+    RecordProperty("seconds_to_exit", std::to_string(res.end_time - t_stop));
+    EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
+    const std::regex dead_re("cables: node [0-9]+: node " + std::to_string(victim) + " \\(pid " +
+                             std::to_string(pid) + " on [^)]*\\) is dead or unreachable");
+    EXPECT_TRUE(std::regex_search(res.output, dead_re))
+        << "no runtime message naming node " << victim << " (pid " << pid << ")\n"
         << res.describe();
 }
 
