@@ -53,7 +53,7 @@ static int place(const cb_alloc_t *a, uint64_t p, int toucher)
     switch (a->policy) {
     case CABLES_POLICY_ROUND_ROBIN: return (int)(i % (uint64_t)n);
     case CABLES_POLICY_BLOCK: return (int)(i * (uint64_t)n / a->npages);
-    case CABLES_POLICY_FIXED: return a->node < atomic_load(&cb.nnodes) ? a->node : 0;
+    case CABLES_POLICY_FIXED: return a->node; /* checked at allocation */
     default: return toucher;
     }
 }

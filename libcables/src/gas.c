@@ -158,8 +158,11 @@ void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
         policy = cb.cfg.policy;
         node = cb.cfg.policy_node;
     }
-    if (policy == CABLES_POLICY_FIXED && (node < 0 || node >= CB_MAX_NODES)) {
-        fprintf(stderr, "cables: cables_alloc_placed: node %d is not a node number\n", node);
+    if (policy == CABLES_POLICY_FIXED && (node < 0 || node >= cables_node_count())) {
+        fprintf(stderr, "cables: node %d: placement on node %d asked, but the run has %d "
+                "node(s)%s\n", cb.self, node, cables_node_count(),
+                policy == cb.cfg.policy && node == cb.cfg.policy_node ? " (CABLES_HOME_POLICY)" : "");
+        errno = EINVAL;
         return NULL;
     }
     cb_waiter_t w = { 0 };

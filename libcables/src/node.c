@@ -97,6 +97,9 @@ void cb_node_start(int *argc, char ***argv)
     }
     free(me);
     table_ready = true;
+    if (cb.cfg.policy == CABLES_POLICY_FIXED && cb.cfg.policy_node >= atomic_load(&cb.nnodes))
+        cb_die("CABLES_HOME_POLICY=fixed:%d names node %d, but the run has %d node(s)",
+               cb.cfg.policy_node, cb.cfg.policy_node, atomic_load(&cb.nnodes));
 }
 
 /* master: a node attaches.  Once all launched nodes are in, everyone gets

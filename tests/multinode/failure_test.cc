@@ -138,6 +138,16 @@ TEST_P(BadInput, LauncherPolicyBogus)
         { "bogus", "POLICY" });
 }
 
+// A fixed placement on a node the run does not have is refused, naming it.
+TEST_P(BadInput, FixedPolicyOnMissingNode)
+{
+    const Cfg c = GetParam();
+    const std::string node = std::to_string(c.nodes);
+    expect_refused(
+        mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" }, {}, { "-p", "fixed:" + node }),
+        { "CABLES_HOME_POLICY=fixed:" + node, "the run has" });
+}
+
 // CABLES_GAS_SIZE=1G: cables_alloc(2 GiB) returns NULL on every node with a
 // message naming CABLES_GAS_SIZE; the program exits 1.
 TEST_P(BadInput, AllocBeyondGasSize)
