@@ -119,34 +119,39 @@ for tr in $TRANSPORTS; do
     run "$B4" "$RUN" -n 4 -t "$tr" -- "$BENCH" barrier
 
     rtt=$(key "$P" UCX_RTT_US); k4=$(key "$P" UCX_4K_US)
+    wrtt=$(key "$P" UCX_WAIT_RTT_US); wk4=$(key "$P" UCX_WAIT_4K_US)
     echo
     echo "=== libcables vs raw UCX -- transport: $tr (UCX_TLS=$tls) ==="
     echo "    $(date '+%Y-%m-%d %H:%M:%S %Z'), host $hostname, $cores cores," \
          "load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
     echo "    UCX ${ucxver:-?}; ${mpiver:-MPI ?}; medians, times in microseconds"
+    echo "    UCX baselines: 'polling' spins on the worker; 'sleeping' waits in ucp_worker_wait"
+    echo "    when idle, as libcables must on 2 cores (its communication thread sleeps)"
     echo
     {
-        printf 'operation|cables (us)|UCX baseline (us)|ratio\n'
-        printf 'remote read fault (vs UCX 4 KiB request/reply)|%s|%s\n' "$(key "$B2" FAULT_US)" "$k4"
-        printf 'remote lock acquire (vs UCX round trip)|%s|%s\n' "$(key "$B2" LOCK_REMOTE_US)" "$rtt"
-        printf 'local lock acquire+release (vs UCX round trip)|%s|%s\n' "$(key "$B2" LOCK_LOCAL_US)" "$rtt"
-        printf 'barrier, 2 nodes (vs UCX round trip)|%s|%s\n' "$(key "$B2" BARRIER2_US)" "$rtt"
-        printf 'barrier, 4 nodes (vs UCX round trip)|%s|%s\n' "$(key "$B4" BARRIER4_US)" "$rtt"
+        printf 'operation|baseline|cables|UCX polling|ratio|UCX sleeping|ratio\n'
+        printf 'remote read fault|4 KiB req/reply|%s|%s|%s\n' "$(key "$B2" FAULT_US)" "$k4" "$wk4"
+        printf 'remote lock acquire|round trip|%s|%s|%s\n' "$(key "$B2" LOCK_REMOTE_US)" "$rtt" "$wrtt"
+        printf 'local lock acquire+release|round trip|%s|%s|%s\n' "$(key "$B2" LOCK_LOCAL_US)" "$rtt" "$wrtt"
+        printf 'barrier, 2 nodes|round trip|%s|%s|%s\n' "$(key "$B2" BARRIER2_US)" "$rtt" "$wrtt"
+        printf 'barrier, 4 nodes|round trip|%s|%s|%s\n' "$(key "$B4" BARRIER4_US)" "$rtt" "$wrtt"
     } | awk -F'|' '
-        NR == 1 { printf "%-48s %12s %18s %9s\n", $1, $2, $3, $4
-                  printf "%-48s %12s %18s %9s\n", "------------------------------------------------",
-                         "------------", "------------------", "---------"; next }
-        { c = ($2 == "" ? "FAILED" : sprintf("%.2f", $2))
-          u = ($3 == "" ? "FAILED" : sprintf("%.2f", $3))
-          if ($2 == "" || $3 == "" || $3 + 0 == 0) r = "-"
-          else { q = $2 / $3; r = sprintf(q < 0.1 ? "%.3fx" : q < 10 ? "%.2fx" : "%.1fx", q) }
-          printf "%-48s %12s %18s %9s\n", $1, c, u, r }'
+        function num(v) { return v == "" ? "FAILED" : sprintf("%.2f", v) }
+        function ratio(a, b,   q) {
+            if (a == "" || b == "" || b + 0 == 0) return "-"
+            q = a / b; return sprintf(q < 0.1 ? "%.3fx" : q < 10 ? "%.2fx" : "%.1fx", q) }
+        NR == 1 { printf "%-27s %-16s %10s %12s %8s %13s %8s\n", $1, $2, $3 " (us)", $4, $5, $6, $7
+                  printf "%-27s %-16s %10s %12s %8s %13s %8s\n", "---------------------------",
+                         "----------------", "----------", "------------", "--------",
+                         "-------------", "--------"; next }
+        { printf "%-27s %-16s %10s %12s %8s %13s %8s\n", $1, $2, num($3), num($4), ratio($3, $4),
+                 num($5), ratio($3, $5) }'
     echo
     printf '    UCX raw (busy polling, %s/%s exchanges): round trip 8 B %s us (p10 %s, p90 %s); 4 KiB request/reply %s us (p10 %s, p90 %s)\n' \
         "$(key "$P" UCX_RTT_N)" "$(key "$P" UCX_4K_N)" "${rtt:-?}" "$(key "$P" UCX_RTT_P10_US)" \
         "$(key "$P" UCX_RTT_P90_US)" "${k4:-?}" "$(key "$P" UCX_4K_P10_US)" "$(key "$P" UCX_4K_P90_US)"
-    printf '    UCX raw, both sides sleeping in ucp_worker_wait when idle (%s exchanges): round trip %s us, 4 KiB request/reply %s us\n' \
-        "$(key "$P" UCX_WAIT_N)" "$(key "$P" UCX_WAIT_RTT_US)" "$(key "$P" UCX_WAIT_4K_US)"
+    printf '    UCX raw, both sides sleeping in ucp_worker_wait when idle: %s exchanges\n' \
+        "$(key "$P" UCX_WAIT_N)"
     printf '    read fault: %s faults, %s pages fetched, p10 %s p90 %s us, mean fetch (message part) %s us\n' \
         "$(key "$B2" FAULT_COUNT)" "$(key "$B2" FAULT_FETCHED)" "$(key "$B2" FAULT_P10_US)" \
         "$(key "$B2" FAULT_P90_US)" "$(key "$B2" FAULT_FETCH_MEAN_US)"

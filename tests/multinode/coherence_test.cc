@@ -8,6 +8,7 @@ class LockVisibility : public ::testing::TestWithParam<Cfg> {};
 class FalseSharing : public ::testing::TestWithParam<Cfg> {};
 class Counter : public ::testing::TestWithParam<Cfg> {};
 class HomeMove : public ::testing::TestWithParam<Cfg> {};
+class ConcurrentFault : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -46,6 +47,21 @@ TEST_P(Counter, LockedIncrementsReachExactTotal)
     EXPECT_EQ(mn::get_ll(r, "threads"), c.nodes * per) << res.describe();
 }
 
+// Four threads of one node fault on the same page at once: the node fetches
+// it once, the others wait for it.
+TEST_P(ConcurrentFault, OneFetchPerPageWhateverTheRace)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("concurrent_fault"));
+    MN_EXPECT_RUN_OK(res, r);
+    const long want = c.nodes > 1 ? 1 : 0;
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "read_fetches"), want) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "write_fetches"), want) << res.describe();
+    EXPECT_GE(mn::get_ll(r, "twins"), want) << res.describe();
+    EXPECT_LE(mn::get_ll(r, "twins"), 4 * want) << res.describe();
+}
+
 // A page written on node 0 and moved to node 1 is homed at 1 for every
 // node, keeps its data, and takes locked writes from three nodes.
 TEST_P(HomeMove, MovedPageKeepsDataAndTakesWrites)
@@ -65,3 +81,4 @@ INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs(
 INSTANTIATE_TEST_SUITE_P(Grid, FalseSharing, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Counter, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, HomeMove, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, ConcurrentFault, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
