@@ -130,7 +130,8 @@ for tr in $TRANSPORTS; do
     echo
     {
         printf 'operation|baseline|cables|UCX polling|ratio|UCX sleeping|ratio\n'
-        printf 'remote read fault|4 KiB req/reply|%s|%s|%s\n' "$(key "$B2" FAULT_US)" "$k4" "$wk4"
+        printf 'remote read fault, cold|4 KiB req/reply|%s|%s|%s\n' "$(key "$B2" FAULT_US)" "$k4" "$wk4"
+        printf 'remote read fault, refetch|4 KiB req/reply|%s|%s|%s\n' "$(key "$B2" FAULT_WARM_US)" "$k4" "$wk4"
         printf 'remote lock acquire|round trip|%s|%s|%s\n' "$(key "$B2" LOCK_REMOTE_US)" "$rtt" "$wrtt"
         printf 'local lock acquire+release|round trip|%s|%s|%s\n' "$(key "$B2" LOCK_LOCAL_US)" "$rtt" "$wrtt"
         printf 'barrier, 2 nodes|round trip|%s|%s|%s\n' "$(key "$B2" BARRIER2_US)" "$rtt" "$wrtt"
