@@ -60,6 +60,15 @@ test: all $(UNIT) $(MULTI)
 	$(UNIT)
 	CABLES_BUILD=$(abspath $(BUILD)) $(MULTI)
 
+# The same tests with AddressSanitizer and UndefinedBehaviorSanitizer, in
+# their own build directory; any report fails the run.
+SAN_OPT := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+test-sanitize:
+	$(MAKE) BUILD=build-san OPT="$(SAN_OPT)" all build-san/tests/unit_tests build-san/tests/multinode_tests
+	$(SAN_ENV) build-san/tests/unit_tests
+	$(SAN_ENV) CABLES_BUILD=$(abspath build-san) build-san/tests/multinode_tests
+
 bench: all $(BENCHES)
 	CABLES_BUILD=$(abspath $(BUILD)) bench/run.sh
 
@@ -71,6 +80,6 @@ install: $(LIB) $(RUN)
 	chmod 755 $(PREFIX)/bin/cables-run
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-san
 
-.PHONY: all test bench install clean
+.PHONY: all test test-sanitize bench install clean

@@ -27,17 +27,29 @@ typedef struct {
     uint32_t addr_len;
 } cb_node_info_t; /* followed by the UCX address */
 
-static void *pack_self(size_t *len)
+/* A node's table entry, padded to 8 bytes (entries travel back to back). */
+static size_t info_len(const cb_node_info_t *i) { return (sizeof *i + i->addr_len + 7) & ~(size_t)7; }
+
+static cb_node_info_t *pack_info(int node, size_t *len)
 {
-    void *addr;
-    size_t alen = cb_xport_address(&addr);
-    cb_node_info_t *i = calloc(1, sizeof *i + alen);
-    i->node = cb.self;
-    i->pid = getpid();
-    gethostname(i->host, sizeof i->host - 1);
+    const void *addr;
+    size_t alen;
+    if (node == cb.self) {
+        void *a;
+        alen = cb_xport_address(&a);
+        addr = a;
+    } else {
+        addr = cb_xport_peer_address(node, &alen);
+    }
+    cb_node_info_t *i = calloc(1, sizeof *i + alen + 8);
+    if (!i)
+        cb_die("out of memory for the node table");
+    i->node = node;
+    i->pid = cb.pids[node];
+    memcpy(i->host, cb.hosts[node], sizeof i->host);
     i->addr_len = (uint32_t)alen;
     memcpy(i + 1, addr, alen);
-    *len = sizeof *i + alen;
+    *len = info_len(i);
     return i;
 }
 
@@ -73,9 +85,10 @@ void cb_node_start(int *argc, char ***argv)
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     cb_numa_place(lr ? atoi(lr) : 0);
     cb_comm_start();
+    cb.pids[cb.self] = getpid();
+    gethostname(cb.hosts[cb.self], sizeof cb.hosts[0] - 1);
     size_t len;
-    cb_node_info_t *me = pack_self(&len);
-    add_node(me);
+    cb_node_info_t *me = pack_info(cb.self, &len);
     if (cb.multi) {
         /* the master's address goes out through MPI; all else over UCX */
         uint64_t mlen = cb.self == 0 ? len : 0;
@@ -118,19 +131,7 @@ void cb_on_hello(const cb_msg_t *m, const void *p, size_t len)
     uint8_t *t = NULL;
     for (int n = 0; n < launched; n++) {
         size_t il;
-        cb_node_info_t *ni;
-        if (n == 0) {
-            ni = pack_self(&il);
-        } else {
-            const void *a = cb_xport_peer_address(n, &il);
-            ni = calloc(1, sizeof *ni + il);
-            ni->node = n;
-            ni->pid = cb.pids[n];
-            memcpy(ni->host, cb.hosts[n], sizeof ni->host);
-            ni->addr_len = (uint32_t)il;
-            memcpy(ni + 1, a, il);
-            il += sizeof *ni;
-        }
+        cb_node_info_t *ni = pack_info(n, &il);
         t = realloc(t, tlen + il);
         memcpy(t + tlen, ni, il);
         tlen += il;
@@ -152,7 +153,7 @@ void cb_on_table(const cb_msg_t *m, const void *p, size_t len)
     while (q < end) {
         const cb_node_info_t *i = (const cb_node_info_t *)q;
         add_node(i);
-        q += sizeof *i + i->addr_len;
+        q += info_len(i);
     }
     atomic_store(&cb.nnodes, (int)m->a);
     cb_waiter_wake((cb_waiter_t *)(uintptr_t)m->waiter);

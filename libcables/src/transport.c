@@ -33,7 +33,17 @@ static ucs_status_t on_am(void *arg, const void *header, size_t hlen, void *data
         cb_die("node %d: unexpected message from the transport (%zu bytes)", cb.self, len);
     cb_msg_t m;
     memcpy(&m, data, sizeof m);
-    cb_dispatch(&m, (uint8_t *)data + sizeof m, len - sizeof m);
+    void *p = (uint8_t *)data + sizeof m, *copy = NULL;
+    size_t plen = len - sizeof m;
+    if ((uintptr_t)p % 8 && plen) { /* UCX may hand it unaligned; parsers read words */
+        copy = malloc(plen);
+        if (!copy)
+            cb_die("out of memory receiving a message");
+        memcpy(copy, p, plen);
+        p = copy;
+    }
+    cb_dispatch(&m, p, plen);
+    free(copy);
     return UCS_OK;
 }
 
