@@ -94,7 +94,7 @@ void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
     s->arrived += (uint32_t)m->c;
     size_t nl;
     if (cb.self != 0) {
-        void *n = cb_notices_encode(base, &nl);
+        void *n = cb_notices_encode(base, &nl, NULL);
         cb_msg_t up = { .type = M_BAR_ARRIVE, .a = m->a, .b = m->b, .c = s->arrived };
         s->arrived = 0;
         cb_send((cb.self - 1) / 2, &up, n, nl, true);
@@ -103,9 +103,8 @@ void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
     if (s->arrived < s->count)
         return;
     s->arrived -= s->count;
-    void *n = cb_notices_encode(base, &nl);
-    cb_vc_t v;
-    cb_vc_get(v);
+    cb_vc_t v; /* exactly what goes down: a local release may follow at once */
+    void *n = cb_notices_encode(base, &nl, v);
     release_down(m->a, n, nl);
     free(n);
     wake_all(s, v);

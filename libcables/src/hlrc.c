@@ -56,7 +56,7 @@ void cb_known_get(int k, uint32_t *out)
 
 /* [u32 nn][u32 vc[nn]][u32 from[nn]] then per node per interval:
  * [u32 npages][u32 pages...] */
-void *cb_notices_encode(const uint32_t *from, size_t *len)
+void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
 {
     pthread_mutex_lock(&log_mu);
     uint32_t nn = (uint32_t)atomic_load(&cb.nnodes), f[CB_MAX_NODES];
@@ -78,6 +78,8 @@ void *cb_notices_encode(const uint32_t *from, size_t *len)
             memcpy(q, wlog[m].iv[j].pages, 4 * (size_t)wlog[m].iv[j].npages);
             q += wlog[m].iv[j].npages;
         }
+    if (vc_out)
+        memcpy(vc_out, vc, sizeof vc);
     pthread_mutex_unlock(&log_mu);
     *len = n;
     return b;

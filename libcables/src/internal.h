@@ -108,8 +108,9 @@ typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
-/* Encode the notices in (from, my vc] into a malloc'd buffer. */
-void *cb_notices_encode(const uint32_t *from, size_t *len);
+/* Encode the notices in (from, my vc] into a malloc'd buffer; vc_out (if
+ * not NULL) gets the vc encoded, which another thread may advance right after. */
+void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out);
 /* Merge encoded notices into the log; returns the sender's vc in vc_out. */
 void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out);
 void cb_known_update(int node, const uint32_t *vc); /* node knows at least vc */

@@ -58,7 +58,7 @@ static void send_request(uint64_t key)
 static void grant_next(lk_t *s)
 {
     size_t len;
-    void *n = cb_notices_encode(s->next_vc, &len);
+    void *n = cb_notices_encode(s->next_vc, &len, NULL);
     cb_msg_t g = { .type = M_LOCK_GRANT, .a = s->key };
     cb_send(s->next_node, &g, n, len, true);
     s->token = false;
@@ -134,7 +134,7 @@ void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len)
     t->tail = (int)m->b;
     if (prev < 0) { /* never held: the manager grants it */
         size_t nl;
-        void *n = cb_notices_encode(p, &nl);
+        void *n = cb_notices_encode(p, &nl, NULL);
         cb_msg_t g = { .type = M_LOCK_GRANT, .a = m->a };
         cb_send((int)m->b, &g, n, nl, true);
         return;

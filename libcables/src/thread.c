@@ -46,7 +46,7 @@ int cables_thread_create(cables_thread_t *t, int node, void *(*fn)(void *), void
     cb_vc_t k;
     cb_known_get(node, k);
     size_t len;
-    void *n = cb_notices_encode(k, &len);
+    void *n = cb_notices_encode(k, &len, NULL);
     cb_waiter_t w = { 0 };
     cb_msg_t m = { .type = M_SPAWN, .a = tid, .b = (uintptr_t)fn, .c = (uintptr_t)arg };
     cb_call(node, &m, n, len, &w);
@@ -88,7 +88,7 @@ static void answer_join(th_t *t)
     cb_vc_t k;
     cb_known_get(t->joiner.src, k);
     size_t len;
-    void *n = cb_notices_encode(k, &len);
+    void *n = cb_notices_encode(k, &len, NULL);
     cb_msg_t r = { .type = M_JOIN_REPLY, .a = t->ret };
     cb_reply(&t->joiner, &r, n, len, true);
     HASH_DEL(threads, t);

@@ -9,6 +9,7 @@ class FalseSharing : public ::testing::TestWithParam<Cfg> {};
 class Counter : public ::testing::TestWithParam<Cfg> {};
 class HomeMove : public ::testing::TestWithParam<Cfg> {};
 class ConcurrentFault : public ::testing::TestWithParam<Cfg> {};
+class BarrierChurn : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -62,6 +63,18 @@ TEST_P(ConcurrentFault, OneFetchPerPageWhateverTheRace)
     EXPECT_LE(mn::get_ll(r, "twins"), 4 * want) << res.describe();
 }
 
+// Barriers while another thread of the master releases intervals without
+// pause: the notices a barrier sends stay a prefix (no "protocol error"),
+// and the churned counter is exact.
+TEST_P(BarrierChurn, BarriersStayConsistentWhileTheMasterReleases)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("barrier_churn"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "counter"), mn::get_ll(r, "churn")) << res.describe();
+    EXPECT_GT(mn::get_ll(r, "counter"), 0) << res.describe();
+}
+
 // A page written on node 0 and moved to node 1 is homed at 1 for every
 // node, keeps its data, and takes locked writes from three nodes.
 TEST_P(HomeMove, MovedPageKeepsDataAndTakesWrites)
@@ -81,4 +94,5 @@ INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs(
 INSTANTIATE_TEST_SUITE_P(Grid, FalseSharing, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Counter, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, HomeMove, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, BarrierChurn, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, ConcurrentFault, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
