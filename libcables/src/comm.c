@@ -170,7 +170,6 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
 
 void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
 {
-    cb_heard_from(m->src);
     switch (m->type) {
     case M_HELLO: cb_on_hello(m, p, len); break;
     case M_TABLE: cb_on_table(m, p, len); break;
@@ -179,8 +178,8 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_BYE: cb_on_bye(m); break;
     case M_DIR_LOOKUP: cb_on_dir_lookup(m); break;
     case M_DIR_REPLY:
-        if (!m->waiter) { /* the comm thread's own question */
-            if ((int64_t)m->a >= 0)
+        if (!m->waiter) { /* the comm thread's own question; a move may have answered it */
+            if ((int64_t)m->a >= 0 && cb_home_cached(m->b) < 0)
                 cb_home_set(m->b, (int)m->a);
             break;
         }
@@ -237,7 +236,8 @@ static void *comm_main(void *arg)
     (void)arg;
     uint64_t next_check = 0;
     for (;;) {
-        while (cb_xport_progress())
+        /* bounded: steady incoming traffic must not starve local requests */
+        for (int i = 0; i < 64 && cb_xport_progress(); i++)
             ;
         pthread_mutex_lock(&q_mu);
         cb_op_t *ops = q_take_all(&inq);

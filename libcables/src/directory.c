@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <uthash.h>
 
 #include "internal.h"
 
@@ -127,6 +128,31 @@ int cables_home_of(const void *addr)
     return (int)w.value;
 }
 
+/* master: pages whose move is under way (until M_MOVE_DONE) */
+typedef struct { uint64_t page; UT_hash_handle hh; } moving_t;
+static moving_t *moving;
+
+static bool moving_has(uint64_t p)
+{
+    moving_t *x;
+    HASH_FIND(hh, moving, &p, sizeof p, x);
+    return x != NULL;
+}
+
+static void moving_set(uint64_t p, bool on)
+{
+    moving_t *x;
+    HASH_FIND(hh, moving, &p, sizeof p, x);
+    if (on && !x) {
+        x = malloc(sizeof *x);
+        x->page = p;
+        HASH_ADD(hh, moving, page, sizeof x->page, x);
+    } else if (!on && x) {
+        HASH_DEL(moving, x);
+        free(x);
+    }
+}
+
 /* ---- moving a home ----
  * M_MOVE at the master   a=page b=new home  (from the requester)
  * M_MOVE at the old home a=page b=new home c=requester (src=master)
@@ -146,7 +172,11 @@ void cb_on_move(const cb_msg_t *m)
     uint64_t p = m->a;
     int to = (int)m->b;
     if (m->c == 0) {
-        /* at the master: the first step */
+        /* at the master: the first step; one move of a page at a time */
+        if (moving_has(p)) {
+            cb_defer(m, NULL, 0);
+            return;
+        }
         int16_t *d = dir_table();
         int from = d[p] - 1;
         if (from < 0 || from == to) {
@@ -159,11 +189,15 @@ void cb_on_move(const cb_msg_t *m)
         cb_msg_t f = *m;
         f.c = (uint64_t)m->src + 1; /* c != 0 marks the second step */
         f.d = m->waiter;
+        moving_set(p, true);
         cb_send(from, &f, NULL, 0, false);
         return;
     }
     /* at the old home */
     uint32_t s;
+    if (cb_home_cached(p) != cb.self)
+        cb_die("node %d: asked to move page %llu away but it is not its home (directory error)",
+               cb.self, (unsigned long long)p);
     if (!try_own(p, &s)) {
         cb_defer(m, NULL, 0);
         return;
@@ -214,6 +248,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
 void cb_on_move_done(const cb_msg_t *m)
 {
     dir_table()[m->a] = (int16_t)(m->b + 1);
+    moving_set(m->a, false);
     cb_msg_t r = { .type = M_REPLY, .a = 0 };
     cb_msg_t req = { .src = (int)m->c - 1, .waiter = m->d };
     cb_reply(&req, &r, NULL, 0, false);

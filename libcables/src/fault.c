@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -18,7 +19,10 @@ static struct sigaction app_segv; /* what the application (or libc) had */
 /* Fetch page p into the protocol view.  With the home unknown (-1) the
  * request goes through the master's directory, which names (or, on first
  * touch, chooses) the home and has it answer: one round trip, not two.
- * Returns the home, or -1 if the page is not allocated. */
+ * Returns the home, -1 if the page is not allocated, or FETCH_RETRY if the
+ * page is moving to this node (the caller lets the move land, then
+ * faults again). */
+enum { FETCH_RETRY = -2 };
 static int fetch(uint64_t p, int home)
 {
     uint64_t t0 = cb_now_ns();
@@ -31,6 +35,8 @@ static int fetch(uint64_t p, int home)
         if (w.value == PAGE_UNALLOCATED)
             return -1;
         home = (int)w.value2;
+        if (home == cb.self && w.value == PAGE_MOVED)
+            return FETCH_RETRY; /* the page is on its way here: only its arrival makes us home */
         cb_home_set(p, home);
         if (w.value == PAGE_YOURS) {
             STAT_ADD(homes_owned, 1);
@@ -54,14 +60,20 @@ int cb_fault(uint64_t p, bool write)
         home = fetch(p, -1);
         fetched = home >= 0 && home != cb.self;
     }
+    bool is_home = home == cb.self;
+    cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
+    if (home >= 0 && st.act & ACT_FETCH && !fetched)
+        home = fetch(p, home);
+    if (home == FETCH_RETRY) {
+        cb_page_unown(p, s); /* the move waits for this page: let it in */
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+        return 0; /* the access faults again */
+    }
     if (home < 0) {
         cb_page_unown(p, s);
         return -1;
     }
-    bool is_home = home == cb.self;
-    cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
-    if (st.act & ACT_FETCH && !fetched)
-        fetch(p, home);
     if (st.act & ACT_TWIN) {
         memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);
         STAT_ADD(twins, 1);

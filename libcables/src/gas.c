@@ -5,6 +5,8 @@
  * coherence state.  Contiguous offsets let equally protected neighbours
  * share one kernel mapping. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -91,10 +93,15 @@ void cb_page_protect(uint64_t p, uint64_t n, int prot)
 {
     if (mprotect(cb_app_page(p), n * cb.ps, prot) == 0)
         return;
-    if (errno == ENOMEM) {
+    if (errno == ENOMEM) { /* may be on the fault path: no stdio, no malloc */
         unsigned long max = 0;
-        FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
-        if (f) { if (fscanf(f, "%lu", &max) != 1) max = 0; fclose(f); }
+        char buf[32] = { 0 };
+        int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (read(fd, buf, sizeof buf - 1) > 0)
+                max = strtoul(buf, NULL, 10);
+            close(fd);
+        }
         cb_die("node %d: the kernel's limit on memory mappings is reached "
                "(vm.max_map_count=%lu): too many shared pages with different "
                "access rights; raise it (sysctl -w vm.max_map_count=%lu) or use a "

@@ -18,6 +18,7 @@ static int launched = 1;       /* nodes started by the launcher */
 static int hellos;             /* master: nodes that said hello */
 static cb_msg_t *hello_req[CB_MAX_NODES];
 static _Atomic int byes;
+static bool said_bye[CB_MAX_NODES]; /* comm thread only */
 static uint64_t last_heard[CB_MAX_NODES];
 static bool table_ready;
 
@@ -166,16 +167,19 @@ void cb_heard_from(int node)
         last_heard[node] = cb_now_ns();
 }
 
+/* Heartbeats go on while stopping (a slow node's bye may take a while);
+ * a node that said bye, or any node once we stop, is no longer watched. */
 void cb_check_peers(void)
 {
-    if (!table_ready || atomic_load(&cb.stopping))
+    if (!table_ready)
         return;
+    bool watch = !atomic_load(&cb.stopping);
     uint64_t now = cb_now_ns(), limit = (uint64_t)(cb.cfg.dead_timeout * 1e9);
     int n = atomic_load(&cb.nnodes);
     for (int k = 0; k < n; k++) {
         if (k == cb.self)
             continue;
-        if (now - last_heard[k] > limit) {
+        if (watch && !said_bye[k] && now - last_heard[k] > limit) {
             char why[96];
             snprintf(why, sizeof why, "sent nothing for %.1f s", cb.cfg.dead_timeout);
             cb_peer_failed(k, why);
@@ -218,7 +222,7 @@ void cb_on_shutdown(const cb_msg_t *m)
 
 void cb_on_bye(const cb_msg_t *m)
 {
-    (void)m;
+    said_bye[m->src] = true;
     atomic_fetch_add(&byes, 1);
 }
 

@@ -33,6 +33,7 @@ static ucs_status_t on_am(void *arg, const void *header, size_t hlen, void *data
         cb_die("node %d: unexpected message from the transport (%zu bytes)", cb.self, len);
     cb_msg_t m;
     memcpy(&m, data, sizeof m);
+    cb_heard_from(m.src); /* from the wire only: a deferred retry proves nothing */
     void *p = (uint8_t *)data + sizeof m, *copy = NULL;
     size_t plen = len - sizeof m;
     if ((uintptr_t)p % 8 && plen) { /* UCX may hand it unaligned; parsers read words */

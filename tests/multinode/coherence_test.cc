@@ -10,6 +10,7 @@ class Counter : public ::testing::TestWithParam<Cfg> {};
 class HomeMove : public ::testing::TestWithParam<Cfg> {};
 class ConcurrentFault : public ::testing::TestWithParam<Cfg> {};
 class BarrierChurn : public ::testing::TestWithParam<Cfg> {};
+class HomeMoveRace : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -94,5 +95,22 @@ INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs(
 INSTANTIATE_TEST_SUITE_P(Grid, FalseSharing, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Counter, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, HomeMove, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, HomeMoveRace, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, BarrierChurn, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, ConcurrentFault, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// Homes moving while the protocol runs: a page moved back and forth every
+// round is read right every round; two nodes moving the same page at once
+// end with one home and every write kept (3+ nodes).
+TEST_P(HomeMoveRace, MovesDuringReadsAndConcurrentMovesKeepData)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "moving a home needs at least 2 nodes";
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("home_move_race"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad_reads"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad_pages"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad_moves"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "pages"), c.nodes >= 3 ? 100 : 0) << res.describe();
+}
