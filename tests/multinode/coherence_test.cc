@@ -11,6 +11,7 @@ class HomeMove : public ::testing::TestWithParam<Cfg> {};
 class ConcurrentFault : public ::testing::TestWithParam<Cfg> {};
 class BarrierChurn : public ::testing::TestWithParam<Cfg> {};
 class HomeMoveRace : public ::testing::TestWithParam<Cfg> {};
+class CondVar : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -95,6 +96,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs(
 INSTANTIATE_TEST_SUITE_P(Grid, FalseSharing, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Counter, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, HomeMove, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, CondVar, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, HomeMoveRace, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, BarrierChurn, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, ConcurrentFault, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
@@ -113,4 +115,18 @@ TEST_P(HomeMoveRace, MovesDuringReadsAndConcurrentMovesKeepData)
     EXPECT_EQ(mn::get_ll(r, "bad_pages"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "bad_moves"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "pages"), c.nodes >= 3 ? 100 : 0) << res.describe();
+}
+
+// Condition variables across nodes: a bounded buffer with a producer and a
+// consumer per node passes every item once; a broadcast opens a gate for a
+// waiter on every node; an unsignalled timed wait times out.
+TEST_P(CondVar, BoundedBufferGateAndTimeout)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("condvar"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "consumed"), 2000) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "sum"), mn::get_ll(r, "expected")) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "gate"), c.nodes) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "timedout"), 1) << res.describe();
 }
