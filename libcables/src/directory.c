@@ -158,14 +158,6 @@ static void moving_set(uint64_t p, bool on)
  * M_MOVE at the old home a=page b=new home c=requester (src=master)
  * M_MOVE_PAGE at new     a=page c=requester, payload = the page
  * M_MOVE_DONE at master  a=page b=new home, then the requester's reply. */
-static bool try_own(uint64_t p, uint32_t *state)
-{
-    uint32_t s = atomic_load(&cb.pst[p]);
-    if (s & PG_BUSY || !atomic_compare_exchange_strong(&cb.pst[p], &s, s | PG_BUSY))
-        return false;
-    *state = s;
-    return true;
-}
 
 void cb_on_move(const cb_msg_t *m)
 {
@@ -198,7 +190,7 @@ void cb_on_move(const cb_msg_t *m)
     if (cb_home_cached(p) != cb.self)
         cb_die("node %d: asked to move page %llu away but it is not its home (directory error)",
                cb.self, (unsigned long long)p);
-    if (!try_own(p, &s)) {
+    if (!cb_page_try_own(p, &s)) {
         cb_defer(m, NULL, 0);
         return;
     }
@@ -217,7 +209,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
     uint32_t s;
     if (len != cb.ps)
         cb_die("node %d: bad page move message", cb.self);
-    if (!try_own(p, &s)) {
+    if (!cb_page_try_own(p, &s)) {
         cb_defer(m, data, len);
         return;
     }
@@ -239,7 +231,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
     cb_home_set(p, cb.self);
     if (acc != PG_NONE)
         cb_page_protect(p, 1, cb_page_prot(s));
-    cb_page_unown(p, s);
+    cb_page_unown(p, s | PG_SHARED); /* other nodes may hold copies */
     STAT_ADD(homes_owned, 1);
     cb_msg_t done = { .type = M_MOVE_DONE, .a = p, .b = (uint64_t)cb.self, .c = m->c, .d = m->d };
     cb_send(0, &done, NULL, 0, false);

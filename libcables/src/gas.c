@@ -82,6 +82,16 @@ uint32_t cb_page_own(uint64_t p)
     }
 }
 
+/* For the communication thread, which must never wait for a page. */
+bool cb_page_try_own(uint64_t p, uint32_t *state)
+{
+    uint32_t s = atomic_load(&cb.pst[p]);
+    if (s & PG_BUSY || !atomic_compare_exchange_strong(&cb.pst[p], &s, s | PG_BUSY))
+        return false;
+    *state = s;
+    return true;
+}
+
 void cb_page_unown(uint64_t p, uint32_t state)
 {
     uint32_t old = atomic_exchange(&cb.pst[p], state & ~(uint32_t)(PG_BUSY | PG_WAITERS));

@@ -284,10 +284,26 @@ void cb_on_fetch(const cb_msg_t *m)
     int h = cb_home_cached(p);
     cb_msg_t r = { .type = M_PAGE, .a = h == cb.self ? PAGE_DATA : PAGE_MOVED,
                    .b = (uint64_t)h };
-    if (h == cb.self)
-        cb_reply(m, &r, cb_proto_page(p), cb.ps, false);
-    else
+    if (h != cb.self) {
         cb_reply(m, &r, NULL, 0, false);
+        return;
+    }
+    uint32_t s = atomic_load(&cb.pst[p]);
+    if (!(s & PG_SHARED)) {
+        /* the first copy leaves: from now on the home's writes need notices,
+         * starting with those of its current interval */
+        if (!cb_page_try_own(p, &s)) {
+            cb_defer(m, NULL, 0);
+            return;
+        }
+        s |= PG_SHARED;
+        if ((s & PG_ACC) == PG_RW && !(s & PG_LISTED)) {
+            s |= PG_LISTED;
+            cb_dirty_push(p);
+        }
+        cb_page_unown(p, s);
+    }
+    cb_reply(m, &r, cb_proto_page(p), cb.ps, false);
 }
 
 void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)

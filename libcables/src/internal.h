@@ -128,6 +128,7 @@ void cb_gas_fini(void);
 bool cb_in_gas(uintptr_t a);
 /* Lock-free page ownership: take BUSY (sleeping while another has it). */
 uint32_t cb_page_own(uint64_t p);
+bool cb_page_try_own(uint64_t p, uint32_t *state); /* comm thread: never waits */
 void cb_page_unown(uint64_t p, uint32_t state);
 void cb_page_protect(uint64_t p, uint64_t n, int prot); /* dies on map-count limit */
 void cb_dirty_push(uint64_t p);

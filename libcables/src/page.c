@@ -15,7 +15,9 @@ int cb_page_prot(uint32_t state)
 
 /* A home page never has a twin: writes at home are already in the home copy;
  * it only needs a write notice, and is write-protected at release to see
- * the next interval's writes.  A copy is fetched when invalid and twinned
+ * the next interval's writes.  Until another node fetches it (PG_SHARED),
+ * no node can hold a copy to invalidate: a private home page is written
+ * freely, with no notice and no protection change.  A copy is fetched when invalid and twinned
  * at its first write.  A written copy stays writable across releases (each
  * release diffs it and refreshes its twin: no protection change, no new
  * fault) until a release finds nothing to diff: then it is write-protected. */
@@ -28,13 +30,18 @@ cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
     case EV_READ_FAULT:
         if (acc != PG_NONE)
             return s; /* resolved by another thread */
-        s.next = keep | PG_RO;
+        s.next = (state & PG_SHARED) | keep | PG_RO;
         s.act = ACT_PROTECT | (is_home ? 0 : ACT_FETCH);
         return s;
     case EV_WRITE_FAULT:
         if (acc == PG_RW)
             return s;
-        s.next = PG_LISTED | PG_RW;
+        if (is_home && !(state & PG_SHARED)) {
+            s.next = keep | PG_RW;
+            s.act = ACT_PROTECT;
+            return s;
+        }
+        s.next = (state & PG_SHARED) | PG_LISTED | PG_RW;
         s.act = ACT_PROTECT | (keep ? 0 : ACT_LIST);
         if (!is_home)
             s.act |= ACT_TWIN | (acc == PG_NONE ? ACT_FETCH : 0);
@@ -45,7 +52,7 @@ cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
             s.act = ACT_DIFF | ACT_LIST;
             return s;
         }
-        s.next = acc == PG_RW ? PG_RO : acc;
+        s.next = (state & PG_SHARED) | (acc == PG_RW ? PG_RO : acc);
         if (acc == PG_RW)
             s.act = ACT_PROTECT;
         return s;

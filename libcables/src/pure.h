@@ -25,6 +25,8 @@ enum {
     PG_BUSY = 1u << 2,    /* one thread is changing the page; others wait */
     PG_WAITERS = 1u << 3, /* someone sleeps on the word: wake on unbusy */
     PG_LISTED = 1u << 4,  /* in this interval's dirty list: notice pending */
+    PG_SHARED = 1u << 5,  /* home page some other node has fetched: its writes
+                             need notices; until then none can hold a copy */
 };
 /* EV_RELEASE: a listed page at a release; EV_IDLE: a listed copy whose
  * release diff was empty (it stops being written) */

@@ -7,6 +7,7 @@ using mn::Cfg;
 class FirstTouch : public ::testing::TestWithParam<Cfg> {};
 class Placement : public ::testing::TestWithParam<Cfg> {};
 class Sparse : public ::testing::TestWithParam<Cfg> {};
+class PrivateHome : public ::testing::TestWithParam<Cfg> {};
 
 // Node i first writes block i: block i is homed at node i, and writing it
 // fetched no page from another node.
@@ -79,3 +80,17 @@ TEST_P(Sparse, OnePercentTouchedCostsOnePercent)
 INSTANTIATE_TEST_SUITE_P(Grid, FirstTouch, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Placement, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Sparse, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// A page homed on its writer and fetched by nobody costs one write fault in
+// all and no write notices, however many barriers; once another node has
+// read it, the home's next writes still reach that node.
+TEST_P(PrivateHome, UnsharedHomePagesNeedNoNotices)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("private_home"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "max_write_faults"), mn::get_ll(r, "pages")) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "max_notices"), 0) << res.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Grid, PrivateHome, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

@@ -71,14 +71,16 @@ static void *worker(void *p)
 int main(void)
 {
     int last = cables_node_count() - 1;
-    struct shared *s = cables_alloc(sizeof *s);
+    /* the bookkeeping is homed on the node measured: only the two test
+     * pages are ever fetched there */
+    struct shared *s = cables_alloc_placed(sizeof *s, CABLES_POLICY_FIXED, last);
     s->rpage = cables_alloc_placed(4096, CABLES_POLICY_FIXED, 0);
     s->wpage = cables_alloc_placed(4096, CABLES_POLICY_FIXED, 0);
     for (int k = 0; k < WORDS; k++)
         s->rpage[k] = (uint64_t)k * 3 + 1;
     s->wpage[0] = 0; /* homed and valid at node 0 */
     cables_barrier_init(&s->bar, T);
-    struct arg *args = cables_alloc(T * sizeof *args); /* stacks are per node */
+    struct arg *args = cables_alloc_placed(T * sizeof *args, CABLES_POLICY_FIXED, last);
     cables_thread_t t[T];
     for (int i = 0; i < T; i++) /* all written before the first create */
         args[i] = (struct arg){ s, i };

@@ -50,13 +50,30 @@ TEST(PageNext, WriteFaultOnReadOnlyCopyTwinsWithoutFetch)
     EXPECT_EQ(s.act, (unsigned)(ACT_TWIN | ACT_LIST | ACT_PROTECT));
 }
 
-TEST(PageNext, WriteFaultOnHomeOnlyLists)
+TEST(PageNext, WriteFaultOnSharedHomeOnlyLists)
+{
+    for (uint32_t acc : States{PG_NONE, PG_RO}) {
+        auto s = step(acc | PG_SHARED, kHome, EV_WRITE_FAULT);
+        EXPECT_EQ(s.next, (uint32_t)(PG_SHARED | PG_RW | PG_LISTED)) << acc;
+        EXPECT_EQ(s.act, (unsigned)(ACT_LIST | ACT_PROTECT)) << acc;
+    }
+}
+
+// No other node ever fetched it: nobody holds a copy to invalidate, so the
+// home writes it with no notice, and a release leaves it writable.
+TEST(PageNext, PrivateHomePageNeedsNoNoticeNorProtection)
 {
     for (uint32_t acc : States{PG_NONE, PG_RO}) {
         auto s = step(acc, kHome, EV_WRITE_FAULT);
-        EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_LISTED)) << acc;
-        EXPECT_EQ(s.act, (unsigned)(ACT_LIST | ACT_PROTECT)) << acc;
+        EXPECT_EQ(s.next, (uint32_t)PG_RW) << acc;
+        EXPECT_EQ(s.act, (unsigned)ACT_PROTECT) << acc;
     }
+    EXPECT_EQ(step(PG_RW, kHome, EV_WRITE_FAULT).act, 0u);
+    // once shared, the same page is listed at its next write
+    EXPECT_EQ(step(PG_RO | PG_SHARED, kHome, EV_WRITE_FAULT).act, (unsigned)(ACT_LIST | ACT_PROTECT));
+    // sharing survives the protocol's transitions at home
+    EXPECT_TRUE(step(PG_RW | PG_LISTED | PG_SHARED, kHome, EV_RELEASE).next & PG_SHARED);
+    EXPECT_TRUE(step(PG_NONE | PG_SHARED, kHome, EV_READ_FAULT).next & PG_SHARED);
 }
 
 TEST(PageNext, WriteFaultOnListedPageDoesNotListAgain)
@@ -66,7 +83,7 @@ TEST(PageNext, WriteFaultOnListedPageDoesNotListAgain)
     EXPECT_EQ(s.act, (unsigned)(ACT_TWIN | ACT_PROTECT));
     s = step(PG_NONE | PG_LISTED, kCopy, EV_WRITE_FAULT);
     EXPECT_EQ(s.act, (unsigned)(ACT_FETCH | ACT_TWIN | ACT_PROTECT));
-    s = step(PG_RO | PG_LISTED, kHome, EV_WRITE_FAULT);
+    s = step(PG_RO | PG_LISTED | PG_SHARED, kHome, EV_WRITE_FAULT);
     EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
 }
 
@@ -133,10 +150,10 @@ TEST(PageNext, FaultOnResolvedPageDoesNothing)
     }
 }
 
-// Every state word (access bits x BUSY x WAITERS x LISTED), event and side.
+// Every state word (access bits x BUSY x WAITERS x LISTED x SHARED), event and side.
 TEST(PageNext, InvariantsOverAllStates)
 {
-    for (uint32_t st = 0; st < (PG_LISTED << 1); st++) {
+    for (uint32_t st = 0; st < (PG_SHARED << 1); st++) {
         if ((st & PG_ACC) == PG_ACC)
             continue;  // not a state: the access bits are NONE, RO or RW
         for (cb_page_event ev : kEvents) {
