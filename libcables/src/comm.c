@@ -22,11 +22,12 @@ typedef struct cb_op {
 
 typedef struct { cb_op_t *head, *tail; } cb_queue_t;
 
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static cb_mutex_t q_mu = CB_MUTEX_INIT;
 static cb_queue_t inq;      /* from application threads */
 static cb_queue_t selfq;    /* comm thread to itself */
 static cb_queue_t deferred; /* to retry */
 static pthread_t comm_tid;
+static _Atomic pid_t comm_kid; /* the comm thread's kernel id */
 static int evfd = -1, epfd = -1, xfd = -1;
 static _Atomic bool comm_quit;
 static _Atomic bool comm_sleeping; /* posters write the eventfd only then */
@@ -45,7 +46,7 @@ static cb_op_t *q_take_all(cb_queue_t *q)
     return h;
 }
 
-static bool on_comm_thread(void) { return comm_tid && pthread_equal(pthread_self(), comm_tid); }
+static bool on_comm_thread(void) { return atomic_load(&comm_kid) == gettid(); }
 
 static cb_op_t *op_new(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own)
 {
@@ -68,9 +69,9 @@ static cb_op_t *op_new(int dst, const cb_msg_t *hdr, const void *payload, size_t
 
 static void post(cb_op_t *op)
 {
-    pthread_mutex_lock(&q_mu);
+    cb_mutex_lock(&q_mu);
     q_push(&inq, op);
-    pthread_mutex_unlock(&q_mu);
+    cb_mutex_unlock(&q_mu);
     /* seq_cst pairs with the comm thread's store-then-check before sleeping */
     if (!atomic_load(&comm_sleeping))
         return;
@@ -234,14 +235,15 @@ static void run_ops(cb_op_t *op)
 static void *comm_main(void *arg)
 {
     (void)arg;
+    atomic_store(&comm_kid, gettid());
     uint64_t next_check = 0;
     for (;;) {
         /* bounded: steady incoming traffic must not starve local requests */
         for (int i = 0; i < 64 && cb_xport_progress(); i++)
             ;
-        pthread_mutex_lock(&q_mu);
+        cb_mutex_lock(&q_mu);
         cb_op_t *ops = q_take_all(&inq);
-        pthread_mutex_unlock(&q_mu);
+        cb_mutex_unlock(&q_mu);
         run_ops(ops);
         while (selfq.head)
             run_ops(q_take_all(&selfq));
@@ -255,17 +257,17 @@ static void *comm_main(void *arg)
         }
         if (atomic_load(&comm_quit)) {
             /* what was posted before the quit still goes out */
-            pthread_mutex_lock(&q_mu);
+            cb_mutex_lock(&q_mu);
             ops = q_take_all(&inq);
-            pthread_mutex_unlock(&q_mu);
+            cb_mutex_unlock(&q_mu);
             run_ops(ops);
             cb_xport_flush();
             return NULL;
         }
         atomic_store(&comm_sleeping, true);
-        pthread_mutex_lock(&q_mu);
+        cb_mutex_lock(&q_mu);
         bool more = inq.head != NULL || selfq.head != NULL;
-        pthread_mutex_unlock(&q_mu);
+        cb_mutex_unlock(&q_mu);
         if (more || !cb_xport_arm()) {
             atomic_store(&comm_sleeping, false);
             continue;
@@ -297,10 +299,7 @@ void cb_comm_start(void)
 
 void cb_comm_run(void)
 {
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    int rc = pthread_create(&comm_tid, &a, comm_main, NULL);
-    pthread_attr_destroy(&a);
+    int rc = cb_thread_start(&comm_tid, comm_main, NULL, false);
     if (rc)
         cb_die("cannot start the communication thread: %s", strerror(rc));
 }
@@ -312,7 +311,8 @@ void cb_comm_stop(void)
     atomic_store(&comm_quit, true);
     uint64_t one = 1;
     if (write(evfd, &one, sizeof one) < 0) {}
-    pthread_join(comm_tid, NULL);
+    cb_thread_wait(comm_tid);
     comm_tid = 0;
+    atomic_store(&comm_kid, 0);
     cb_xport_fini();
 }

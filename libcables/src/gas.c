@@ -51,8 +51,6 @@ void cb_gas_init(void)
     cb.home = reserve(cb.npages * sizeof *cb.home);
     cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));
     cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));
-    pthread_mutex_init(&cb.release_mu, NULL);
-    pthread_mutex_init(&cb.dirty_mu, NULL);
 }
 
 void cb_gas_fini(void)
@@ -123,19 +121,19 @@ void cb_page_protect(uint64_t p, uint64_t n, int prot)
 
 void cb_dirty_push(uint64_t p)
 {
-    pthread_mutex_lock(&cb.dirty_mu);
+    cb_mutex_lock(&cb.dirty_mu);
     cb.dirty[cb.dirty_cur][cb.ndirty++] = (uint32_t)p;
-    pthread_mutex_unlock(&cb.dirty_mu);
+    cb_mutex_unlock(&cb.dirty_mu);
 }
 
 uint32_t cb_dirty_take(uint32_t **list)
 {
-    pthread_mutex_lock(&cb.dirty_mu);
+    cb_mutex_lock(&cb.dirty_mu);
     uint32_t n = cb.ndirty;
     *list = cb.dirty[cb.dirty_cur];
     cb.dirty_cur ^= 1;
     cb.ndirty = 0;
-    pthread_mutex_unlock(&cb.dirty_mu);
+    cb_mutex_unlock(&cb.dirty_mu);
     return n;
 }
 

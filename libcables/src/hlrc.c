@@ -11,7 +11,7 @@
 
 #include "internal.h"
 
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static cb_mutex_t log_mu = CB_MUTEX_INIT;
 static cb_wnlog_t wlog[CB_MAX_NODES]; /* wlog[m].iv[j-1]: interval j of node m */
 static cb_vc_t vc;                     /* intervals known: a prefix per node */
 static cb_vc_t applied;                /* intervals whose copies we invalidated */
@@ -33,32 +33,32 @@ static void log_append(int m, uint32_t npages, uint32_t *pages)
 
 void cb_vc_get(uint32_t *out)
 {
-    pthread_mutex_lock(&log_mu);
+    cb_mutex_lock(&log_mu);
     memcpy(out, vc, sizeof vc);
-    pthread_mutex_unlock(&log_mu);
+    cb_mutex_unlock(&log_mu);
 }
 
 void cb_known_update(int k, const uint32_t *v)
 {
-    pthread_mutex_lock(&log_mu);
+    cb_mutex_lock(&log_mu);
     for (int m = 0; m < CB_MAX_NODES; m++)
         if (v[m] > known[k][m])
             known[k][m] = v[m];
-    pthread_mutex_unlock(&log_mu);
+    cb_mutex_unlock(&log_mu);
 }
 
 void cb_known_get(int k, uint32_t *out)
 {
-    pthread_mutex_lock(&log_mu);
+    cb_mutex_lock(&log_mu);
     memcpy(out, known[k], sizeof known[k]);
-    pthread_mutex_unlock(&log_mu);
+    cb_mutex_unlock(&log_mu);
 }
 
 /* [u32 nn][u32 vc[nn]][u32 from[nn]] then per node per interval:
  * [u32 npages][u32 pages...] */
 void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
 {
-    pthread_mutex_lock(&log_mu);
+    cb_mutex_lock(&log_mu);
     uint32_t nn = (uint32_t)atomic_load(&cb.nnodes), f[CB_MAX_NODES];
     size_t n = 4 + 8 * (size_t)nn;
     for (uint32_t m = 0; m < nn; m++) {
@@ -80,7 +80,7 @@ void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
         }
     if (vc_out)
         memcpy(vc_out, vc, sizeof vc);
-    pthread_mutex_unlock(&log_mu);
+    cb_mutex_unlock(&log_mu);
     *len = n;
     return b;
 }
@@ -94,7 +94,7 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
     const uint32_t *svc = q, *from = q + nn;
     q += 2 * nn;
     uint64_t fresh = 0;
-    pthread_mutex_lock(&log_mu);
+    cb_mutex_lock(&log_mu);
     for (uint32_t m = 0; m < nn; m++) {
         if (from[m] > vc[m])
             cb_die("node %d: write notices of node %u from interval %u but only %u known "
@@ -112,7 +112,7 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
             q += np;
         }
     }
-    pthread_mutex_unlock(&log_mu);
+    cb_mutex_unlock(&log_mu);
     STAT_ADD(write_notices_received, fresh);
     if (vc_out) {
         memset(vc_out, 0, sizeof(cb_vc_t));
@@ -161,10 +161,10 @@ static void diff_send(diff_batch_t *b, int home, cb_waiter_t *acks)
 void cb_release(void)
 {
     uint32_t *list;
-    pthread_mutex_lock(&cb.release_mu);
+    cb_mutex_lock(&cb.release_mu);
     uint32_t n = cb_dirty_take(&list);
     if (n == 0) {
-        pthread_mutex_unlock(&cb.release_mu);
+        cb_mutex_unlock(&cb.release_mu);
         return;
     }
     cb_waiter_t acks = { 0 };
@@ -197,23 +197,23 @@ void cb_release(void)
     cb_waiter_wait_pending(&acks);
     if (nw == 0) {
         free(pages);
-        pthread_mutex_unlock(&cb.release_mu);
+        cb_mutex_unlock(&cb.release_mu);
         return;
     }
-    pthread_mutex_lock(&log_mu);
+    cb_mutex_lock(&log_mu);
     log_append(cb.self, nw, pages);
     applied[cb.self] = vc[cb.self];
-    pthread_mutex_unlock(&log_mu);
+    cb_mutex_unlock(&log_mu);
     STAT_ADD(write_notices_made, nw);
-    pthread_mutex_unlock(&cb.release_mu);
+    cb_mutex_unlock(&cb.release_mu);
 }
 
 void cb_acquire(const uint32_t *target)
 {
-    pthread_mutex_lock(&cb.release_mu);
+    cb_mutex_lock(&cb.release_mu);
     size_t np = 0, cap = 0;
     uint32_t *pages = NULL;
-    pthread_mutex_lock(&log_mu);
+    cb_mutex_lock(&log_mu);
     for (int m = 0; m < atomic_load(&cb.nnodes); m++) {
         if (m == cb.self || target[m] <= applied[m])
             continue;
@@ -233,7 +233,7 @@ void cb_acquire(const uint32_t *target)
         }
         applied[m] = target[m];
     }
-    pthread_mutex_unlock(&log_mu);
+    cb_mutex_unlock(&log_mu);
 
     cb_waiter_t acks = { 0 };
     for (size_t i = 0; i < np; i++) {
@@ -253,7 +253,7 @@ void cb_acquire(const uint32_t *target)
     }
     cb_waiter_wait_pending(&acks);
     free(pages);
-    pthread_mutex_unlock(&cb.release_mu);
+    cb_mutex_unlock(&cb.release_mu);
 }
 
 /* ---- at the home (communication thread) ---- */

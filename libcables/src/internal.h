@@ -29,7 +29,17 @@ typedef enum { CB_OK = 0, CB_ERR = -1 } cb_status_t;
 
 #include "pure.h"
 
-/* ---- waiting: futex words (sys.c) ---- */
+/* ---- waiting: futex words (sys.c) ----
+ * The runtime never calls the pthread names a relinked program gets from
+ * the shim: it has its own mutex, and starts its threads with libc's
+ * pthread_create found directly. */
+typedef struct { _Atomic uint32_t v; } cb_mutex_t; /* 0 free, 1 held, 2 held + waiters */
+#define CB_MUTEX_INIT { 0 }
+void cb_mutex_lock(cb_mutex_t *m);
+void cb_mutex_unlock(cb_mutex_t *m);
+/* a detached (or, with join, joinable) system thread on private memory */
+int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached);
+int cb_thread_wait(pthread_t t);
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
 void cb_futex_wake(_Atomic uint32_t *w);
 uint64_t cb_now_ns(void);
@@ -201,8 +211,8 @@ typedef struct {
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
     /* interval bookkeeping */
-    pthread_mutex_t release_mu; /* serializes releases and acquires */
-    pthread_mutex_t dirty_mu;
+    cb_mutex_t release_mu; /* serializes releases and acquires */
+    cb_mutex_t dirty_mu;
     uint32_t *dirty[2];
     uint32_t ndirty, dirty_cur;
     /* node table */

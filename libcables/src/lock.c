@@ -27,7 +27,7 @@ typedef struct {
 
 typedef struct { uint64_t key; int tail; UT_hash_handle hh; } lk_tail_t;
 
-static pthread_mutex_t lk_mu = PTHREAD_MUTEX_INITIALIZER;
+static cb_mutex_t lk_mu = CB_MUTEX_INIT;
 static lk_t *locks;      /* this node's view of each lock, under lk_mu */
 static lk_tail_t *tails; /* manager: comm thread only */
 
@@ -68,11 +68,11 @@ static void grant_next(lk_t *s)
 void cables_lock(cables_lock_t *l)
 {
     uint64_t key = (uintptr_t)l, t0 = cb_now_ns();
-    pthread_mutex_lock(&lk_mu);
+    cb_mutex_lock(&lk_mu);
     lk_t *s = lk_get(key);
     if (s->token && !s->held && !s->qhead && s->next_node < 0) {
         s->held = true;
-        pthread_mutex_unlock(&lk_mu);
+        cb_mutex_unlock(&lk_mu);
         STAT_ADD(lock_acquires, 1);
         return;
     }
@@ -82,7 +82,7 @@ void cables_lock(cables_lock_t *l)
     bool ask = !s->token && !s->requested;
     if (ask)
         s->requested = true;
-    pthread_mutex_unlock(&lk_mu);
+    cb_mutex_unlock(&lk_mu);
     if (ask)
         send_request(key);
     cb_waiter_wait(&w.w);
@@ -99,7 +99,7 @@ void cables_unlock(cables_lock_t *l)
 {
     uint64_t key = (uintptr_t)l;
     cb_release();
-    pthread_mutex_lock(&lk_mu);
+    cb_mutex_lock(&lk_mu);
     lk_t *s = lk_get(key);
     bool ask = false;
     s->held = false;
@@ -114,7 +114,7 @@ void cables_unlock(cables_lock_t *l)
         s->held = true;
         cb_waiter_wake(&w->w);
     }
-    pthread_mutex_unlock(&lk_mu);
+    cb_mutex_unlock(&lk_mu);
     if (ask)
         send_request(key);
 }
@@ -148,13 +148,13 @@ void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len)
 {
     if (len != sizeof(cb_vc_t))
         cb_die("node %d: malformed lock request", cb.self);
-    pthread_mutex_lock(&lk_mu);
+    cb_mutex_lock(&lk_mu);
     lk_t *s = lk_get(m->a);
     s->next_node = (int)m->b;
     memcpy(s->next_vc, p, sizeof s->next_vc);
     if (s->token && !s->held && !s->qhead)
         grant_next(s);
-    pthread_mutex_unlock(&lk_mu);
+    cb_mutex_unlock(&lk_mu);
 }
 
 void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
@@ -162,7 +162,7 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
     uint32_t *v = malloc(sizeof(cb_vc_t));
     cb_notices_merge(p, len, v);
     cb_known_update(m->src, v);
-    pthread_mutex_lock(&lk_mu);
+    cb_mutex_lock(&lk_mu);
     lk_t *s = lk_get(m->a);
     s->token = true;
     s->requested = false;
@@ -178,5 +178,5 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
         if (s->next_node >= 0)
             grant_next(s);
     }
-    pthread_mutex_unlock(&lk_mu);
+    cb_mutex_unlock(&lk_mu);
 }

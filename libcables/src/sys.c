@@ -1,4 +1,5 @@
 /* sys.c: futex waiting, clocks, the waiter handshake with the comm thread. */
+#include <dlfcn.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -68,4 +69,57 @@ bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)
         syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, &ts, NULL, 0);
     }
     return true;
+}
+
+/* Drepper's three-state futex mutex ("Futexes are tricky", mutex 2). */
+void cb_mutex_lock(cb_mutex_t *m)
+{
+    uint32_t c = 0;
+    if (atomic_compare_exchange_strong(&m->v, &c, 1))
+        return;
+    if (c != 2)
+        c = atomic_exchange(&m->v, 2);
+    while (c != 0) {
+        cb_futex_wait(&m->v, 2);
+        c = atomic_exchange(&m->v, 2);
+    }
+}
+
+void cb_mutex_unlock(cb_mutex_t *m)
+{
+    if (atomic_exchange(&m->v, 0) == 2)
+        syscall(SYS_futex, (uint32_t *)&m->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*join_fn)(pthread_t, void **);
+
+static void *libc_fn(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name); /* libc's, past any interposer here */
+    if (!f)
+        cb_die("cannot find libc's %s", name);
+    return f;
+}
+
+int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
+{
+    static create_fn create;
+    if (!create)
+        create = (create_fn)libc_fn("pthread_create");
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    if (detached)
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = create(t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    return rc;
+}
+
+int cb_thread_wait(pthread_t t)
+{
+    static join_fn join;
+    if (!join)
+        join = (join_fn)libc_fn("pthread_join");
+    return join(t, NULL);
 }

@@ -69,11 +69,7 @@ void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
     t->tid = m->a;
     HASH_ADD(hh, threads, tid, sizeof t->tid, t);
     pthread_t pt;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&pt, &at, trampoline, st);
-    pthread_attr_destroy(&at);
+    int rc = cb_thread_start(&pt, trampoline, st, true);
     if (rc) {
         HASH_DEL(threads, t);
         free(t);
