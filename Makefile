@@ -15,6 +15,7 @@ LIB_SRCS := $(wildcard libcables/src/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
 RUN      := $(BUILD)/bin/cables-run
+CC_DRIVER := $(BUILD)/bin/cables-cc
 # how a program is linked against libcables (kept even if it names no symbol)
 LINK_CABLES = -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) \
               -Wl,--no-as-needed -lcables -Wl,--as-needed
@@ -24,7 +25,7 @@ BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 UNIT      := $(BUILD)/tests/unit_tests
 MULTI     := $(BUILD)/tests/multinode_tests
 
-all: $(LIB) $(RUN) $(PROGS)
+all: $(LIB) $(RUN) $(CC_DRIVER) $(PROGS)
 
 $(BUILD)/libcables/src/%.o: libcables/src/%.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h
 	@mkdir -p $(dir $@)
@@ -34,7 +35,7 @@ $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $^ $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
 
-$(RUN): tools/cables-run
+$(BUILD)/bin/%: tools/%
 	@mkdir -p $(dir $@)
 	install -m 755 $< $@
 
@@ -72,12 +73,13 @@ test-sanitize:
 bench: all $(BENCHES)
 	CABLES_BUILD=$(abspath $(BUILD)) bench/run.sh
 
-install: $(LIB) $(RUN)
+install: $(LIB) $(RUN) $(CC_DRIVER)
 	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
 	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
 	install -m 644 libcables/include/cables.h $(PREFIX)/include/cables.h
 	sed 's|^CABLES_LIBDIR=.*|CABLES_LIBDIR=$(abspath $(PREFIX))/lib|' tools/cables-run > $(PREFIX)/bin/cables-run
-	chmod 755 $(PREFIX)/bin/cables-run
+	sed 's|^CABLES_PREFIX=.*|CABLES_PREFIX=$(abspath $(PREFIX))|' tools/cables-cc > $(PREFIX)/bin/cables-cc
+	chmod 755 $(PREFIX)/bin/cables-run $(PREFIX)/bin/cables-cc
 
 clean:
 	rm -rf $(BUILD) build-san

@@ -40,3 +40,22 @@ TEST(DirectBadInput, GasSize12Q)
     EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
     EXPECT_NE(res.output.find("CABLES_GAS_SIZE='12Q'"), std::string::npos) << res.describe();
 }
+
+// cables-cc is used like cc: compile with -c, then relink the object (with
+// -pthread and -lpthread, as a pthreads build has them); the program runs
+// over 2 nodes with the runtime, although nothing names libcables at link.
+TEST(CablesCc, CompileThenRelinkRunsOnTheRuntime)
+{
+    const std::string b = mn::build_dir(), dir = b + "/tests/cables-cc";
+    const std::string src = b + "/../tests/progs/counter.c";
+    ASSERT_EQ(mn::run({ "mkdir", "-p", dir }).exit_code, 0);
+    auto c = mn::run({ b + "/bin/cables-cc", "-O2", "-pthread", "-c", src, "-o", dir + "/counter.o" });
+    ASSERT_TRUE(c.exited && c.exit_code == 0) << c.describe();
+    auto l = mn::run({ b + "/bin/cables-cc", dir + "/counter.o", "-o", dir + "/counter", "-lpthread" });
+    ASSERT_TRUE(l.exited && l.exit_code == 0) << l.describe();
+    auto res = mn::run({ mn::launcher(), "-n", "2", "-s", "--", dir + "/counter", "1000", "1" });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "counter"), 1000) << res.describe();
+    // the statistics prove the runtime ran it over two node processes
+    EXPECT_NE(res.output.find("cables: node 1 stats"), std::string::npos) << res.describe();
+}
