@@ -46,11 +46,12 @@ void cables_barrier_wait(cables_barrier_t *b)
         cb_die("node %d: cables_barrier_wait on a barrier never initialized (count 0)", cb.self);
     uint64_t t0 = cb_now_ns();
     cb_release();
-    cb_waiter_t w = { 0 };
+    cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_BAR_ARRIVE, .a = (uintptr_t)b, .b = count, .c = 1 };
-    cb_call(cb.self, &m, NULL, 0, &w);
-    cb_acquire(w.data);
-    free(w.data);
+    cb_call(cb.self, &m, NULL, 0, w);
+    cb_acquire(w->data);
+    free(w->data);
+    cb_waiter_free(w);
     STAT_ADD(barriers, 1);
     STAT_ADD(barrier_wait_ns, cb_now_ns() - t0);
 }

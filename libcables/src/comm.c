@@ -116,7 +116,9 @@ void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool
     post(op_new(dst, &h, payload, len, own));
 }
 
-/* The fault path comes here: no malloc.  The op lives on this stack, which
+_Static_assert(sizeof(cb_op_t) <= sizeof(((cb_waiter_t *)0)->op), "cb_waiter_t.op too small");
+
+/* The fault path comes here: no malloc.  The op lives in the waiter, which
  * is safe because the comm thread is done with it before the reply. */
 void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w)
 {
@@ -125,12 +127,22 @@ void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_
     if (len) {
         post(op_new(dst, hdr, payload, len, false));
     } else {
-        cb_op_t op = { .dst = dst, .heap = false, .hdr = *hdr };
-        post(&op);
-        cb_waiter_wait(w);
-        return;
+        cb_op_t *op = (cb_op_t *)w->op;
+        *op = (cb_op_t){ .dst = dst, .heap = false, .hdr = *hdr };
+        post(op);
     }
     cb_waiter_wait(w);
+}
+
+int64_t cb_rpc(int dst, cb_msg_t *hdr, int64_t *b)
+{
+    cb_waiter_t *w = cb_waiter_new();
+    cb_call(dst, hdr, NULL, 0, w);
+    int64_t a = w->value;
+    if (b)
+        *b = w->value2;
+    cb_waiter_free(w);
+    return a;
 }
 
 void cb_reply(const cb_msg_t *req, cb_msg_t *hdr, const void *payload, size_t len, bool own)

@@ -30,21 +30,20 @@ static cv_t *cv_get(uint64_t key)
 
 int cables_cond_timedwait(cables_cond_t *c, cables_lock_t *l, uint64_t timeout_ns)
 {
-    cb_waiter_t reg = { 0 }, wake = { 0 };
+    cb_waiter_t *wake = cb_waiter_new();
     uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : cb_now_ns() + timeout_ns;
-    cb_msg_t m = { .type = M_COND_WAIT, .a = (uintptr_t)c, .b = (uintptr_t)&wake };
-    cb_call(0, &m, NULL, 0, &reg);
+    cb_msg_t m = { .type = M_COND_WAIT, .a = (uintptr_t)c, .b = (uintptr_t)wake };
+    cb_rpc(0, &m, NULL); /* registered before the unlock */
     cables_unlock(l);
     int rc = 0;
-    if (!cb_waiter_wait_until(&wake, deadline)) {
-        cb_waiter_t can = { 0 };
-        cb_msg_t x = { .type = M_COND_CANCEL, .a = (uintptr_t)c, .b = (uintptr_t)&wake };
-        cb_call(0, &x, NULL, 0, &can);
-        if (can.value == 1)
+    if (!cb_waiter_wait_until(wake, deadline)) {
+        cb_msg_t x = { .type = M_COND_CANCEL, .a = (uintptr_t)c, .b = (uintptr_t)wake };
+        if (cb_rpc(0, &x, NULL) == 1)
             rc = ETIMEDOUT;
         else
-            cb_waiter_wait(&wake); /* a signal took us first: its wake is on the way */
+            cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
     }
+    cb_waiter_free(wake);
     cables_lock(l);
     return rc;
 }
@@ -56,9 +55,8 @@ void cables_cond_wait(cables_cond_t *c, cables_lock_t *l)
 
 static void signal(cables_cond_t *c, bool all)
 {
-    cb_waiter_t ack = { 0 };
     cb_msg_t m = { .type = M_COND_SIGNAL, .a = (uintptr_t)c, .b = all };
-    cb_call(0, &m, NULL, 0, &ack);
+    cb_rpc(0, &m, NULL);
 }
 
 void cables_cond_signal(cables_cond_t *c) { signal(c, false); }

@@ -122,10 +122,8 @@ int cables_home_of(const void *addr)
     int h = cb_home_cached(p);
     if (h >= 0)
         return h;
-    cb_waiter_t w = { 0 };
     cb_msg_t m = { .type = M_DIR_LOOKUP, .a = p, .b = 1 };
-    cb_call(0, &m, NULL, 0, &w);
-    return (int)w.value;
+    return (int)cb_rpc(0, &m, NULL);
 }
 
 /* master: pages whose move is under way (until M_MOVE_DONE) */
@@ -254,10 +252,8 @@ int cables_home_move(void *addr, size_t len, int node)
     uint64_t first = cb_page_of((uintptr_t)addr);
     uint64_t last = cb_page_of((uintptr_t)addr + (len ? len - 1 : 0));
     for (uint64_t p = first; p <= last; p++) {
-        cb_waiter_t w = { 0 };
         cb_msg_t m = { .type = M_MOVE, .a = p, .b = (uint64_t)node };
-        cb_call(0, &m, NULL, 0, &w);
-        if (w.value != 0)
+        if (cb_rpc(0, &m, NULL) != 0)
             return -1;
         if (node != cb.self)
             cb_home_set(p, node);

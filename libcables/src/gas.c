@@ -180,18 +180,18 @@ void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
         errno = EINVAL;
         return NULL;
     }
-    cb_waiter_t w = { 0 };
     cb_msg_t m = { .type = M_ALLOC, .a = size, .b = (uint64_t)policy, .c = (uint64_t)node };
-    cb_call(0, &m, NULL, 0, &w);
-    if ((uint64_t)w.value == ~0ull) {
+    int64_t free_bytes;
+    uint64_t first = (uint64_t)cb_rpc(0, &m, &free_bytes);
+    if (first == ~0ull) {
         fprintf(stderr, "cables: node %d: the global address space is exhausted: an allocation "
                 "of %zu bytes does not fit in CABLES_GAS_SIZE=%zu (%llu bytes free); raise "
                 "CABLES_GAS_SIZE\n", cb.self, size, cb.cfg.gas_size,
-                (unsigned long long)w.value2);
+                (unsigned long long)free_bytes);
         errno = ENOMEM;
         return NULL;
     }
-    return cb_app_page((uint64_t)w.value);
+    return cb_app_page(first);
 }
 
 void *cables_alloc(size_t size)

@@ -167,7 +167,7 @@ void cb_release(void)
         cb_mutex_unlock(&cb.release_mu);
         return;
     }
-    cb_waiter_t acks = { 0 };
+    cb_waiter_t *acks = cb_waiter_new();
     diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
     uint32_t *pages = malloc(4 * (size_t)n), nw = 0; /* the interval's written pages */
     if (!pages || !batch)
@@ -180,10 +180,10 @@ void cb_release(void)
         cb_page_step_t st = cb_page_next(s, home == cb.self, EV_RELEASE);
         if (st.act & ACT_PROTECT)
             cb_page_protect(p, 1, cb_page_prot(st.next));
-        if (st.act & ACT_DIFF && !diff_add(&batch[home], p, &acks)) {
+        if (st.act & ACT_DIFF && !diff_add(&batch[home], p, acks)) {
             st = cb_page_next(st.next, false, EV_IDLE);
             cb_page_protect(p, 1, cb_page_prot(st.next));
-            written = diff_add(&batch[home], p, &acks);
+            written = diff_add(&batch[home], p, acks);
         }
         if (st.act & ACT_LIST)
             cb_dirty_push(p); /* still written: next interval's list */
@@ -192,9 +192,10 @@ void cb_release(void)
         cb_page_unown(p, st.next);
     }
     for (int h = 0; h < CB_MAX_NODES; h++)
-        diff_send(&batch[h], h, &acks);
+        diff_send(&batch[h], h, acks);
     free(batch);
-    cb_waiter_wait_pending(&acks);
+    cb_waiter_wait_pending(acks);
+    cb_waiter_free(acks);
     if (nw == 0) {
         free(pages);
         cb_mutex_unlock(&cb.release_mu);
@@ -235,7 +236,7 @@ void cb_acquire(const uint32_t *target)
     }
     cb_mutex_unlock(&log_mu);
 
-    cb_waiter_t acks = { 0 };
+    cb_waiter_t *acks = cb_waiter_new();
     for (size_t i = 0; i < np; i++) {
         uint64_t p = pages[i];
         uint32_t s = cb_page_own(p);
@@ -246,12 +247,13 @@ void cb_acquire(const uint32_t *target)
         }
         if (st.act & ACT_DIFF) { /* our own writes to it must reach the home first */
             diff_batch_t b = { 0 };
-            diff_add(&b, p, &acks);
-            diff_send(&b, cb_home_cached(p), &acks);
+            diff_add(&b, p, acks);
+            diff_send(&b, cb_home_cached(p), acks);
         }
         cb_page_unown(p, st.next);
     }
-    cb_waiter_wait_pending(&acks);
+    cb_waiter_wait_pending(acks);
+    cb_waiter_free(acks);
     free(pages);
     cb_mutex_unlock(&cb.release_mu);
 }

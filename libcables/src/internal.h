@@ -44,8 +44,13 @@ void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
 void cb_futex_wake(_Atomic uint32_t *w);
 uint64_t cb_now_ns(void);
 
-/* A thread waiting for the communication thread: it sleeps on done. */
+/* A thread waiting for the communication thread: it sleeps on done.  The
+ * communication thread writes into it, so it must be in private memory:
+ * take one with cb_waiter_new (per-thread pool), never on a stack that may
+ * be shared (the fault path's own stack excepted: it is private). */
 typedef struct cb_waiter {
+    struct cb_waiter *next;   /* for the queues of lock.c */
+    _Alignas(8) uint8_t op[96]; /* cb_call's message, for the comm thread */
     _Atomic uint32_t done;
     int64_t value, value2; /* a reply's scalars (its a and b) */
     void *data;          /* reply payload, malloc'd by the comm thread */
@@ -53,6 +58,8 @@ typedef struct cb_waiter {
     void *dst;           /* where a page reply is copied (fault path) */
     _Atomic uint32_t pending; /* outstanding acks (diffs of a release) */
 } cb_waiter_t;
+cb_waiter_t *cb_waiter_new(void); /* zeroed, from this thread's private pool */
+void cb_waiter_free(cb_waiter_t *w);
 void cb_waiter_wait(cb_waiter_t *w);
 void cb_waiter_wake(cb_waiter_t *w);
 void cb_waiter_wait_pending(cb_waiter_t *w);
@@ -87,6 +94,9 @@ typedef struct {
 void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own);
 /* Send and sleep until the reply wakes w. */
 void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w);
+/* cb_call with a waiter of this thread's pool, for a reply of scalars:
+ * returns its a (and its b in *b if not NULL). */
+int64_t cb_rpc(int dst, cb_msg_t *hdr, int64_t *b);
 /* Reply to a request: echoes req->waiter. */
 void cb_reply(const cb_msg_t *req, cb_msg_t *hdr, const void *payload, size_t len, bool own);
 /* Forward a message, keeping its source and waiter (replies go to them). */

@@ -11,17 +11,13 @@
 
 #include "internal.h"
 
-typedef struct lk_waiter {
-    struct lk_waiter *next;
-    cb_waiter_t w; /* w.data: the vc to acquire, when granted from afar */
-} lk_waiter_t;
 
 typedef struct {
     uint64_t key;
     bool token, held, requested;
     int next_node;
     cb_vc_t next_vc;
-    lk_waiter_t *qhead, *qtail;
+    cb_waiter_t *qhead, *qtail; /* local waiters; data: the vc to acquire, if granted from afar */
     UT_hash_handle hh;
 } lk_t;
 
@@ -76,19 +72,21 @@ void cables_lock(cables_lock_t *l)
         STAT_ADD(lock_acquires, 1);
         return;
     }
-    lk_waiter_t w = { 0 };
-    if (s->qtail) s->qtail->next = &w; else s->qhead = &w;
-    s->qtail = &w;
+    cb_waiter_t *w = cb_waiter_new();
+    if (s->qtail) s->qtail->next = w; else s->qhead = w;
+    s->qtail = w;
     bool ask = !s->token && !s->requested;
     if (ask)
         s->requested = true;
     cb_mutex_unlock(&lk_mu);
     if (ask)
         send_request(key);
-    cb_waiter_wait(&w.w);
-    if (w.w.data) {
-        cb_acquire(w.w.data);
-        free(w.w.data);
+    cb_waiter_wait(w);
+    void *vc = w->data;
+    cb_waiter_free(w);
+    if (vc) {
+        cb_acquire(vc);
+        free(vc);
         STAT_ADD(lock_remote_acquires, 1);
     }
     STAT_ADD(lock_acquires, 1);
@@ -108,11 +106,11 @@ void cables_unlock(cables_lock_t *l)
         if (s->qhead && !s->requested)
             ask = s->requested = true;
     } else if (s->qhead) {
-        lk_waiter_t *w = s->qhead;
+        cb_waiter_t *w = s->qhead;
         s->qhead = w->next;
         if (!s->qhead) s->qtail = NULL;
         s->held = true;
-        cb_waiter_wake(&w->w);
+        cb_waiter_wake(w);
     }
     cb_mutex_unlock(&lk_mu);
     if (ask)
@@ -166,13 +164,13 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
     lk_t *s = lk_get(m->a);
     s->token = true;
     s->requested = false;
-    lk_waiter_t *w = s->qhead;
+    cb_waiter_t *w = s->qhead;
     if (w) {
         s->qhead = w->next;
         if (!s->qhead) s->qtail = NULL;
         s->held = true;
-        w->w.data = v;
-        cb_waiter_wake(&w->w);
+        w->data = v;
+        cb_waiter_wake(w);
     } else {
         free(v);
         if (s->next_node >= 0)

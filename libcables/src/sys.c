@@ -1,6 +1,7 @@
 /* sys.c: futex waiting, clocks, the waiter handshake with the comm thread. */
 #include <dlfcn.h>
 #include <linux/futex.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,26 @@ uint64_t cb_now_ns(void)
 
 /* Spin briefly (a reply over shared memory takes a few microseconds), then
  * sleep: the machine has 2 cores and a spinning waiter steals one. */
+#define POOL 16
+static __thread cb_waiter_t pool[POOL];
+static __thread uint32_t pool_used;
+
+cb_waiter_t *cb_waiter_new(void)
+{
+    for (int i = 0; i < POOL; i++)
+        if (!(pool_used & (1u << i))) {
+            pool_used |= 1u << i;
+            memset(&pool[i], 0, sizeof pool[i]);
+            return &pool[i];
+        }
+    cb_die("more than %d runtime waits at once in one thread (runtime bug)", POOL);
+}
+
+void cb_waiter_free(cb_waiter_t *w)
+{
+    pool_used &= ~(1u << (w - pool));
+}
+
 /* done: 0 pending, 1 done, 2 pending and the waiter sleeps (wake it) */
 void cb_waiter_wait(cb_waiter_t *w)
 {

@@ -47,12 +47,14 @@ int cables_thread_create(cables_thread_t *t, int node, void *(*fn)(void *), void
     cb_known_get(node, k);
     size_t len;
     void *n = cb_notices_encode(k, &len, NULL);
-    cb_waiter_t w = { 0 };
+    cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_SPAWN, .a = tid, .b = (uintptr_t)fn, .c = (uintptr_t)arg };
-    cb_call(node, &m, n, len, &w);
+    cb_call(node, &m, n, len, w);
     free(n);
-    if (w.value)
-        return (int)w.value;
+    int rc = (int)w->value;
+    cb_waiter_free(w);
+    if (rc)
+        return rc;
     *t = tid;
     return 0;
 }
@@ -124,17 +126,21 @@ int cables_thread_join(cables_thread_t t, void **ret)
     int node = (int)(t >> 48);
     if (node >= atomic_load(&cb.nnodes))
         return ESRCH;
-    cb_waiter_t w = { 0 };
+    cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_JOIN, .a = t };
-    cb_call(node, &m, NULL, 0, &w);
-    if (!w.data)
-        return (int)w.value ? (int)w.value : ESRCH;
+    cb_call(node, &m, NULL, 0, w);
+    void *data = w->data;
+    size_t len = w->len;
+    int64_t value = w->value;
+    cb_waiter_free(w);
+    if (!data)
+        return value ? (int)value : ESRCH;
     cb_vc_t v;
-    cb_notices_merge(w.data, w.len, v);
+    cb_notices_merge(data, len, v);
     cb_known_update(node, v);
-    free(w.data);
+    free(data);
     cb_acquire(v);
     if (ret)
-        *ret = (void *)(uintptr_t)w.value;
+        *ret = (void *)(uintptr_t)value;
     return 0;
 }
