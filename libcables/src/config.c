@@ -98,6 +98,13 @@ void cb_config_load(cb_config_t *c)
                    "(up to 16M)", v, os_page);
     }
     c->gas_size = (c->gas_size + c->page_size - 1) / c->page_size * c->page_size;
+    c->stack_size = 8u << 20;
+    if ((v = env("CABLES_STACK_SIZE"))) {
+        if (cb_parse_size(v, &c->stack_size) || c->stack_size < (64u << 10) ||
+            c->stack_size > (1ull << 32))
+            cb_die("CABLES_STACK_SIZE='%s' is not a thread stack size (64K to 4G, e.g. 8M)", v);
+    }
+    c->stack_size = (c->stack_size + c->page_size - 1) / c->page_size * c->page_size;
     c->policy = CABLES_POLICY_FIRST_TOUCH;
     c->policy_node = 0;
     if ((v = env("CABLES_HOME_POLICY")) && cb_parse_policy(v, &c->policy, &c->policy_node))

@@ -123,7 +123,7 @@ void cb_fault_init(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_segv;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | SA_ONSTACK; /* stack.c */
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGSEGV, &sa, &app_segv))
         cb_die("cannot install the SIGSEGV handler: %s", strerror(errno));

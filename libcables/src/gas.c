@@ -154,9 +154,9 @@ void cb_on_alloc(const cb_msg_t *m)
     uint64_t npages = (m->a + cb.ps - 1) / cb.ps;
     if (npages == 0)
         npages = 1;
-    uint64_t first = alloc_pages(npages);
-    if (first != ~0ull)
-        cb_dir_add_alloc(first, npages, (cables_policy_t)m->b, (int)m->c);
+    uint64_t first = alloc_pages(npages), guard = m->d; /* guard pages stay unallocated */
+    if (first != ~0ull && guard < npages)
+        cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)m->c);
     cb_msg_t r = { .type = M_ALLOC_REPLY, .a = first,
                    .b = (cb.npages - next_page) * cb.ps };
     cb_reply(m, &r, NULL, 0, false);

@@ -167,6 +167,9 @@ void cb_on_move_done(const cb_msg_t *m);
 /* master: record allocation range with its policy */
 void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node);
 
+/* stack.c: run fn(arg) on a stack in the GAS (this thread, until fn returns) */
+void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg);
+
 /* fault.c */
 void cb_fault_init(void);
 int cb_fault(uint64_t p, bool write); /* 0, or -1 if not a shared page */

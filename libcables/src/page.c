@@ -47,12 +47,21 @@ cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
             s.act |= ACT_TWIN | (acc == PG_NONE ? ACT_FETCH : 0);
         return s;
     case EV_RELEASE:
+        if (acc == PG_RW && is_home && state & PG_STACK) {
+            /* it stays writable; once shared, it is noticed at every release */
+            s.next = state & (PG_SHARED | PG_STACK | PG_ACC);
+            if (state & PG_SHARED) {
+                s.next |= PG_LISTED;
+                s.act = ACT_LIST;
+            }
+            return s;
+        }
         if (acc == PG_RW && !is_home) {
             s.next = PG_LISTED | PG_RW;
             s.act = ACT_DIFF | ACT_LIST;
             return s;
         }
-        s.next = (state & PG_SHARED) | (acc == PG_RW ? PG_RO : acc);
+        s.next = (state & (PG_SHARED | PG_STACK)) | (acc == PG_RW ? PG_RO : acc);
         if (acc == PG_RW)
             s.act = ACT_PROTECT;
         return s;

@@ -27,6 +27,9 @@ enum {
     PG_LISTED = 1u << 4,  /* in this interval's dirty list: notice pending */
     PG_SHARED = 1u << 5,  /* home page some other node has fetched: its writes
                              need notices; until then none can hold a copy */
+    PG_STACK = 1u << 6,   /* home page of a thread stack: always writable (code
+                             of the runtime runs on it and must never fault);
+                             once shared, noticed at every release */
 };
 /* EV_RELEASE: a listed page at a release; EV_IDLE: a listed copy whose
  * release diff was empty (it stops being written) */
@@ -50,7 +53,7 @@ int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len);
 
 /* config.c */
 typedef struct {
-    size_t gas_size, page_size;
+    size_t gas_size, page_size, stack_size;
     cables_policy_t policy;
     int policy_node;
     bool stats;

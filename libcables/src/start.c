@@ -14,6 +14,14 @@
 
 typedef int (*main_fn)(int, char **, char **);
 static main_fn app_main;
+static int app_argc;
+static char **app_argv, **app_envp;
+
+static void *run_main(void *unused)
+{
+    (void)unused;
+    return (void *)(intptr_t)app_main(app_argc, app_argv, app_envp);
+}
 
 static void at_exit(void) { cb_node_finish(); }
 
@@ -23,7 +31,10 @@ static int cables_main(int argc, char **argv, char **envp)
     if (cb.self != 0)
         cb_node_serve(); /* does not return */
     atexit(at_exit);
-    return app_main(argc, argv, envp);
+    app_argc = argc;
+    app_argv = argv;
+    app_envp = envp;
+    return (int)(intptr_t)cb_run_on_gas_stack(run_main, NULL); /* main's stack is shared too */
 }
 
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),

@@ -28,7 +28,7 @@ static void *trampoline(void *a)
     th_start_t st = *(th_start_t *)a;
     free(a);
     cb_acquire(st.vc);
-    void *ret = st.fn(st.arg);
+    void *ret = cb_run_on_gas_stack(st.fn, st.arg);
     cb_release();
     cb_msg_t m = { .type = M_THREAD_EXIT, .a = st.tid, .b = (uintptr_t)ret };
     cb_send(cb.self, &m, NULL, 0, false);

@@ -94,3 +94,32 @@ TEST_P(PrivateHome, UnsharedHomePagesNeedNoNotices)
     EXPECT_EQ(mn::get_ll(r, "max_notices"), 0) << res.describe();
 }
 INSTANTIATE_TEST_SUITE_P(Grid, PrivateHome, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// Every thread stack, main's included, is in the global address space: a
+// pointer to a stack variable works from another node; a thread's stack
+// grows with no protocol fault; stacks are reused (300 threads in 1 GiB).
+class Stacks : public ::testing::TestWithParam<Cfg> {};
+TEST_P(Stacks, StackPointersWorkAcrossNodes)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("stack_share"), {},
+                              { { "CABLES_GAS_SIZE", "1G" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "main_local"), 4242) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "shared_sum"), mn::get_ll(r, "want")) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "deep_faults"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "threads"), 300) << res.describe();
+}
+
+// A stack overflow hits the guard page and ends the run with a message.
+TEST_P(Stacks, OverflowHitsTheGuardPage)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("stack_overflow"), {},
+                              { { "CABLES_STACK_SIZE", "256K" } });
+    ASSERT_FALSE(res.timed_out) << res.describe();
+    EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
+    EXPECT_NE(res.output.find("unallocated shared memory"), std::string::npos) << res.describe();
+    EXPECT_EQ(res.output.find("survived"), std::string::npos) << res.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Grid, Stacks, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

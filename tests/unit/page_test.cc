@@ -150,10 +150,10 @@ TEST(PageNext, FaultOnResolvedPageDoesNothing)
     }
 }
 
-// Every state word (access bits x BUSY x WAITERS x LISTED x SHARED), event and side.
+// Every state word (access bits x BUSY x WAITERS x LISTED x SHARED x STACK), event and side.
 TEST(PageNext, InvariantsOverAllStates)
 {
-    for (uint32_t st = 0; st < (PG_SHARED << 1); st++) {
+    for (uint32_t st = 0; st < (PG_STACK << 1); st++) {
         if ((st & PG_ACC) == PG_ACC)
             continue;  // not a state: the access bits are NONE, RO or RW
         for (cb_page_event ev : kEvents) {
@@ -174,9 +174,9 @@ TEST(PageNext, InvariantsOverAllStates)
                 }
                 if (ev == EV_RELEASE) {  // the dirty list was taken: listed again only if still written
                     EXPECT_EQ(!!(s.next & PG_LISTED), !!(s.act & ACT_LIST));
-                    if (s.next & PG_LISTED) {
+                    if (s.next & PG_LISTED) {  // a copy still written, or a shared stack
                         EXPECT_EQ(s.next & PG_ACC, (uint32_t)PG_RW);
-                        EXPECT_FALSE(home);
+                        EXPECT_TRUE(!home || (st & PG_STACK));
                     }
                 } else if (s.act == 0) {
                     EXPECT_EQ(s.next, st & ~(uint32_t)(PG_BUSY | PG_WAITERS));
@@ -197,3 +197,14 @@ TEST(PageProt, MapsAccessBits)
 }
 
 }  // namespace
+
+// A thread's stack page at its home is never write-protected (runtime code
+// runs on it): a shared one is noticed again at every release instead.
+TEST(PageNext, StackPageStaysWritableAndIsNoticedEveryRelease)
+{
+    auto s = step(PG_RW | PG_STACK | PG_SHARED | PG_LISTED, kHome, EV_RELEASE);
+    EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_STACK | PG_SHARED | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)ACT_LIST);
+    EXPECT_EQ(step(PG_RW | PG_STACK, kHome, EV_INVALIDATE).act, 0u);
+    EXPECT_EQ(step(PG_RW | PG_STACK, kHome, EV_WRITE_FAULT).act, 0u);
+}
