@@ -31,13 +31,21 @@ $(BUILD)/libcables/src/%.o: libcables/src/%.c libcables/src/internal.h libcables
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# a sanitizer build's library, and programs cables-cc builds, link its runtime
+SAN_FLAGS = $(filter -fsanitize%,$(OPT))
+
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
+	$(CC) -shared $(SAN_FLAGS) -o $@ $^ $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
 
-$(BUILD)/bin/%: tools/%
+$(RUN): tools/cables-run
 	@mkdir -p $(dir $@)
 	install -m 755 $< $@
+
+$(CC_DRIVER): tools/cables-cc Makefile
+	@mkdir -p $(dir $@)
+	sed 's|^CABLES_EXTRA=.*|CABLES_EXTRA="$(SAN_FLAGS)"|' $< > $@
+	chmod 755 $@
 
 $(BUILD)/progs/%: tests/progs/%.c $(LIB)
 	@mkdir -p $(dir $@)
