@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 #define FAULT_ROUNDS 5
 #define FAULT_PAGES 300      /* per round */
 #define LLOCK_BATCHES 200
@@ -36,28 +38,6 @@
 #define MAXN 64
 
 static int errors;
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* sorts v */
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static double pct(const double *sorted, int n, double p) { return sorted[(int)(p * (n - 1) + 0.5)]; }
 
 /* ---------------- (a) remote read faults ---------------- */
 

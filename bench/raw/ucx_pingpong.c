@@ -24,6 +24,8 @@
 #include <time.h>
 #include <ucp/api/ucp.h>
 
+#include "../bench_util.h"
+
 enum { AM_PING = 1, AM_PONG = 2, AM_REQ = 3, AM_PAGE = 4, AM_MODE = 5, AM_STOP = 6 };
 #define PAGE 4096
 
@@ -89,31 +91,6 @@ static void send_am(unsigned id, const void *buf, size_t len)
     ucp_request_free(r);
     if (s != UCS_OK)
         die("active message send", s);
-}
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static double pct(const double *sorted, int n, double p)
-{
-    int i = (int)(p * (n - 1) + 0.5);
-    return sorted[i];
 }
 
 /* one step of the progress loop: busy polling, or (blocking mode) sleeping

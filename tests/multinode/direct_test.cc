@@ -27,7 +27,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(DirectBadInput, HomePolicyFoo)
 {
-    auto res = mn::run({ mn::prog("hello"), "10" }, { { "CABLES_HOME_POLICY", "foo" } });
+    auto res = mn::run({ mn::prog("counter"), "40" }, { { "CABLES_HOME_POLICY", "foo" } });
     EXPECT_FALSE(res.timed_out);
     EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
     EXPECT_NE(res.output.find("CABLES_HOME_POLICY='foo'"), std::string::npos) << res.describe();
@@ -35,7 +35,7 @@ TEST(DirectBadInput, HomePolicyFoo)
 
 TEST(DirectBadInput, GasSize12Q)
 {
-    auto res = mn::run({ mn::prog("hello"), "10" }, { { "CABLES_GAS_SIZE", "12Q" } });
+    auto res = mn::run({ mn::prog("counter"), "40" }, { { "CABLES_GAS_SIZE", "12Q" } });
     EXPECT_FALSE(res.timed_out);
     EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
     EXPECT_NE(res.output.find("CABLES_GAS_SIZE='12Q'"), std::string::npos) << res.describe();

@@ -117,7 +117,7 @@ static void expect_refused(const mn::Result &res, const std::vector<std::string>
 TEST_P(BadInput, HomePolicyFoo)
 {
     const Cfg c = GetParam();
-    expect_refused(mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" },
+    expect_refused(mn::run_cables(c.nodes, c.transport, mn::prog("counter"), { "40" },
                                   { { "CABLES_HOME_POLICY", "foo" } }),
                    { "CABLES_HOME_POLICY", "foo" });
 }
@@ -125,7 +125,7 @@ TEST_P(BadInput, HomePolicyFoo)
 TEST_P(BadInput, GasSize12Q)
 {
     const Cfg c = GetParam();
-    expect_refused(mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" },
+    expect_refused(mn::run_cables(c.nodes, c.transport, mn::prog("counter"), { "40" },
                                   { { "CABLES_GAS_SIZE", "12Q" } }),
                    { "CABLES_GAS_SIZE", "12Q" });
 }
@@ -134,7 +134,7 @@ TEST_P(BadInput, LauncherPolicyBogus)
 {
     const Cfg c = GetParam();
     expect_refused(
-        mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" }, {}, { "-p", "bogus" }),
+        mn::run_cables(c.nodes, c.transport, mn::prog("counter"), { "40" }, {}, { "-p", "bogus" }),
         { "bogus", "POLICY" });
 }
 
@@ -144,7 +144,7 @@ TEST_P(BadInput, FixedPolicyOnMissingNode)
     const Cfg c = GetParam();
     const std::string node = std::to_string(c.nodes);
     expect_refused(
-        mn::run_cables(c.nodes, c.transport, mn::prog("hello"), { "10" }, {}, { "-p", "fixed:" + node }),
+        mn::run_cables(c.nodes, c.transport, mn::prog("counter"), { "40" }, {}, { "-p", "fixed:" + node }),
         { "CABLES_HOME_POLICY=fixed:" + node, "the run has" });
 }
 
@@ -165,19 +165,19 @@ TEST_P(BadInput, AllocBeyondGasSize)
 
 TEST(Launcher, NodesNotANumber)
 {
-    expect_refused(mn::run({ mn::launcher(), "-n", "abc", "-t", "shm", "--", mn::prog("hello") }),
+    expect_refused(mn::run({ mn::launcher(), "-n", "abc", "-t", "shm", "--", mn::prog("counter") }),
                    { "-n 'abc'" });
 }
 
 TEST(Launcher, NodesZero)
 {
-    expect_refused(mn::run({ mn::launcher(), "-n", "0", "--", mn::prog("hello") }), { "-n '0'" });
+    expect_refused(mn::run({ mn::launcher(), "-n", "0", "--", mn::prog("counter") }), { "-n '0'" });
 }
 
 TEST(Launcher, TransportBogus)
 {
     expect_refused(mn::run({ mn::launcher(), "-n", "2", "-t", "carrier-pigeon", "--",
-                             mn::prog("hello") }),
+                             mn::prog("counter") }),
                    { "carrier-pigeon" });
 }
 

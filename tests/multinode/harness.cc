@@ -194,6 +194,11 @@ void Proc::check_exit()
     int st;
     if (waitpid(pid_, &st, WNOHANG) != pid_)
         return;
+    record(st);
+}
+
+void Proc::record(int st)
+{
     if (WIFEXITED(st)) {
         res_.exited = true;
         res_.exit_code = WEXITSTATUS(st);
@@ -237,13 +242,7 @@ void Proc::kill_all()
         kill(pid_, SIGKILL);
         int st;
         while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {}
-        if (WIFEXITED(st)) {
-            res_.exited = true;
-            res_.exit_code = WEXITSTATUS(st);
-        } else {
-            res_.signal = WTERMSIG(st);
-        }
-        finish();
+        record(st);
     } else {
         kill_session(pid_);
     }

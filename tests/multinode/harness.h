@@ -56,6 +56,7 @@ class Proc {
   private:
     void pump(int timeout_ms);
     void check_exit();
+    void record(int wait_status); // the exit status, then finish()
     void finish();
     pid_t pid_ = -1;
     int fd_ = -1;
