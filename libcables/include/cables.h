@@ -33,10 +33,11 @@ void cables_free(void *p);
 size_t cables_page_size(void);
 /* Home node of the page holding addr; -1 if no node has touched it yet. */
 int cables_home_of(const void *addr);
-/* Move the homes of the pages of [addr, addr+len) to node.  0 or -1.
+/* Move the homes of the pages of [addr, addr+len) to node.  0, or -1 (not
+ * allocated, no such node, or a page of a running thread's stack).
  * Readers and other nodes' writers may run meanwhile; the destination node
- * should not write the pages while they move (a write of its whose diff is
- * still on the way can be hidden from it until the diff arrives). */
+ * must not write the pages while they move: a write of its whose diff is
+ * still on the way to the old home can be lost. */
 int cables_home_move(void *addr, size_t len, int node);
 /* Bytes of memory this node holds for shared pages (homes and copies). */
 size_t cables_memory_used(void);

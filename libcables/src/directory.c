@@ -127,28 +127,24 @@ int cables_home_of(const void *addr)
 }
 
 /* master: pages whose move is under way (until M_MOVE_DONE) */
-typedef struct { uint64_t page; UT_hash_handle hh; } moving_t;
+typedef struct { uint64_t page; int to; UT_hash_handle hh; } moving_t;
 static moving_t *moving;
 
-static bool moving_has(uint64_t p)
+static moving_t *moving_find(uint64_t p)
 {
     moving_t *x;
     HASH_FIND(hh, moving, &p, sizeof p, x);
-    return x != NULL;
+    return x;
 }
 
-static void moving_set(uint64_t p, bool on)
+static void moving_start(uint64_t p, int to)
 {
-    moving_t *x;
-    HASH_FIND(hh, moving, &p, sizeof p, x);
-    if (on && !x) {
-        x = malloc(sizeof *x);
-        x->page = p;
-        HASH_ADD(hh, moving, page, sizeof x->page, x);
-    } else if (!on && x) {
-        HASH_DEL(moving, x);
-        free(x);
-    }
+    moving_t *x = malloc(sizeof *x);
+    if (!x)
+        cb_die("out of memory for a home move");
+    x->page = p;
+    x->to = to;
+    HASH_ADD(hh, moving, page, sizeof x->page, x);
 }
 
 /* ---- moving a home ----
@@ -163,33 +159,46 @@ void cb_on_move(const cb_msg_t *m)
     int to = (int)m->b;
     if (m->c == 0) {
         /* at the master: the first step; one move of a page at a time */
-        if (moving_has(p)) {
+        if (moving_find(p)) {
             cb_defer(m, NULL, 0);
             return;
         }
         int16_t *d = dir_table();
+        const cb_alloc_t *al = find_alloc(p);
         int from = d[p] - 1;
-        if (from < 0 || from == to) {
-            if (find_alloc(p))
+        if (from < 0 && al && al->policy != CABLES_POLICY_FIRST_TOUCH)
+            from = place(al, p, to); /* not looked up yet, but its home is set */
+        if (!al || from < 0 || from == to) {
+            if (al) /* untouched first-touch page: the directory alone decides */
                 d[p] = (int16_t)(to + 1);
-            cb_msg_t r = { .type = M_REPLY, .a = find_alloc(p) ? 0 : (uint64_t)-1 };
+            cb_msg_t r = { .type = M_REPLY, .a = al ? 0 : (uint64_t)-1 };
             cb_reply(m, &r, NULL, 0, false);
             return;
         }
         cb_msg_t f = *m;
         f.c = (uint64_t)m->src + 1; /* c != 0 marks the second step */
         f.d = m->waiter;
-        moving_set(p, true);
+        moving_start(p, to);
         cb_send(from, &f, NULL, 0, false);
         return;
     }
     /* at the old home */
     uint32_t s;
-    if (cb_home_cached(p) != cb.self)
-        cb_die("node %d: asked to move page %llu away but it is not its home (directory error)",
-               cb.self, (unsigned long long)p);
     if (!cb_page_try_own(p, &s)) {
         cb_defer(m, NULL, 0);
+        return;
+    }
+    int h = cb_home_cached(p);
+    if (h < 0) /* homed here by the directory alone (never touched here) */
+        cb_home_set(p, h = cb.self);
+    if (h != cb.self)
+        cb_die("node %d: asked to move page %llu away but it is not its home (directory error)",
+               cb.self, (unsigned long long)p);
+    if (s & PG_STACK) {
+        /* a thread runs on it: its frames must never fault; the home stays */
+        cb_page_unown(p, s);
+        cb_msg_t done = { .type = M_MOVE_DONE, .a = p, .b = (uint64_t)cb.self, .c = m->c, .d = m->d };
+        cb_send(0, &done, NULL, 0, false);
         return;
     }
     if (s & PG_ACC)
@@ -238,8 +247,14 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
 void cb_on_move_done(const cb_msg_t *m)
 {
     dir_table()[m->a] = (int16_t)(m->b + 1);
-    moving_set(m->a, false);
-    cb_msg_t r = { .type = M_REPLY, .a = 0 };
+    moving_t *x = moving_find(m->a);
+    int to = x ? x->to : -1;
+    if (x) {
+        HASH_DEL(moving, x);
+        free(x);
+    }
+    /* -1: the home refused (a thread stack) */
+    cb_msg_t r = { .type = M_REPLY, .a = (int)m->b == to ? 0 : (uint64_t)-1 };
     cb_msg_t req = { .src = (int)m->c - 1, .waiter = m->d };
     cb_reply(&req, &r, NULL, 0, false);
 }

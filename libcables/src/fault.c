@@ -67,7 +67,8 @@ int cb_fault(uint64_t p, bool write)
     if (home == FETCH_RETRY) {
         cb_page_unown(p, s); /* the move waits for this page: let it in */
         struct timespec ts = { 0, 100000 };
-        nanosleep(&ts, NULL);
+        for (int i = 0; i < 100000 && cb_home_cached(p) != cb.self; i++)
+            nanosleep(&ts, NULL); /* not owning the page meanwhile */
         return 0; /* the access faults again */
     }
     if (home < 0) {

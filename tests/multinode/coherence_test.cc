@@ -103,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(Grid, ConcurrentFault, ::testing::ValuesIn(mn::all_cfgs
 
 // Homes moving while the protocol runs: a page moved back and forth every
 // round is read right every round; two nodes moving the same page at once
-// end with one home and every write kept (3+ nodes).
+// end with one home and every write kept (3+ nodes); an untouched page
+// moves twice; a page of a running thread's stack is not moved.
 TEST_P(HomeMoveRace, MovesDuringReadsAndConcurrentMovesKeepData)
 {
     const Cfg c = GetParam();
@@ -115,6 +116,8 @@ TEST_P(HomeMoveRace, MovesDuringReadsAndConcurrentMovesKeepData)
     EXPECT_EQ(mn::get_ll(r, "bad_pages"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "bad_moves"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "pages"), c.nodes >= 3 ? 100 : 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "fresh"), 1) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "stack_refused"), 1) << res.describe();
 }
 
 // Condition variables across nodes: a bounded buffer with a producer and a

@@ -6,7 +6,11 @@
  * Phase 2 (3+ nodes): nodes 1 and 2 ask at the same moment to move the same
  * page to themselves, then write their own word under a lock: one home
  * wins, and every write survives (two moves of a page never run at once).
- * RESULT ok=1 reads=R bad_reads=B pages=P bad_pages=Q */
+ * Phase 0: a page no node has touched moves twice (the first move only
+ * changes the directory; the second must find its home all the same).
+ * Phase 3: moving a page of a running thread's stack is refused (-1): its
+ * frames must never fault; the thread goes on with its data intact.
+ * RESULT ok=1 reads=R bad_reads=B pages=P bad_pages=Q fresh=F stack_refused=S */
 #include <cables.h>
 #include <stdio.h>
 
@@ -16,7 +20,7 @@
 struct shared {
     cables_barrier_t b2, b3;
     cables_lock_t l;
-    long bad_reads;
+    long bad_reads, stack_rc;
     volatile long *p;
     long *pages[PAGES];
 };
@@ -32,6 +36,19 @@ static void *reader(void *a)
     }
     s->bad_reads = bad;
     return NULL;
+}
+
+static void *stack_owner(void *a)
+{
+    struct shared *s = a;
+    long mine[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    cables_lock(&s->l);
+    s->stack_rc = cables_home_move(mine, sizeof mine, 0); /* from this node's stack */
+    cables_unlock(&s->l);
+    long sum = 0;
+    for (int i = 0; i < 8; i++)
+        sum += mine[i];
+    return (void *)sum;
 }
 
 static void *mover(void *a)
@@ -66,6 +83,11 @@ int main(void)
         s->pages[k][0] = 7;
     }
     cables_thread_t t, m[2];
+    long *fresh = cables_alloc(ps);
+    int fresh_ok = cables_home_move(fresh, ps, last) == 0 && cables_home_move(fresh, ps, 0) == 0 &&
+                   cables_home_of(fresh) == 0;
+    fresh[0] = 5;
+    fresh_ok = fresh_ok && fresh[0] == 5;
     if (cables_thread_create(&t, last, reader, s))
         return 2;
     for (long k = 1; k <= ROUNDS; k++) {
@@ -93,8 +115,17 @@ int main(void)
         for (int i = 0; i < 2; i++)
             cables_thread_join(m[i], NULL);
     }
-    int ok = s->bad_reads == 0 && bad_pages == 0 && bad_moves == 0;
-    printf("RESULT ok=%d reads=%d bad_reads=%ld pages=%ld bad_pages=%ld bad_moves=%ld\n", ok,
-           ROUNDS, s->bad_reads, pages, bad_pages, bad_moves);
+    void *sum;
+    int stack_refused = 1;
+    if (last > 0) {
+        if (cables_thread_create(&t, last, stack_owner, s))
+            return 2;
+        cables_thread_join(t, &sum);
+        stack_refused = s->stack_rc == -1 && (long)sum == 36;
+    }
+    int ok = s->bad_reads == 0 && bad_pages == 0 && bad_moves == 0 && fresh_ok && stack_refused;
+    printf("RESULT ok=%d reads=%d bad_reads=%ld pages=%ld bad_pages=%ld bad_moves=%ld fresh=%d "
+           "stack_refused=%d\n", ok, ROUNDS, s->bad_reads, pages, bad_pages, bad_moves, fresh_ok,
+           stack_refused);
     return ok ? 0 : 1;
 }
