@@ -158,6 +158,21 @@ static void diff_send(diff_batch_t *b, int home, cb_waiter_t *acks)
     *b = (diff_batch_t){ 0 };
 }
 
+/* A shared stack page at its home stays writable and has no twin: whether
+ * it changed since the last release is told by a checksum.  Each word is
+ * read once: a write racing the sum changes the next one. */
+static bool stack_page_changed(uint64_t p)
+{
+    const uint64_t *w = (const uint64_t *)cb_proto_page(p);
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < cb.ps / 8; i++)
+        h = (h ^ __atomic_load_n(&w[i], __ATOMIC_RELAXED)) * 0x100000001b3ull + i;
+    if (h == cb.sums[p])
+        return false;
+    cb.sums[p] = h;
+    return true;
+}
+
 void cb_release(void)
 {
     uint32_t *list;
@@ -185,6 +200,8 @@ void cb_release(void)
             cb_page_protect(p, 1, cb_page_prot(st.next));
             written = diff_add(&batch[home], p, acks);
         }
+        if (s & PG_STACK && home == cb.self)
+            written = stack_page_changed(p);
         if (st.act & ACT_LIST)
             cb_dirty_push(p); /* still written: next interval's list */
         if (written)

@@ -223,6 +223,7 @@ typedef struct {
     uint8_t *twins;      /* twin of page p at twins + p * ps */
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
+    uint64_t *sums;         /* checksum of each shared stack page at its last release */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */
     cb_mutex_t dirty_mu;

@@ -109,6 +109,7 @@ TEST_P(Stacks, StackPointersWorkAcrossNodes)
     EXPECT_EQ(mn::get_ll(r, "shared_sum"), mn::get_ll(r, "want")) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "deep_faults"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "threads"), 300) << res.describe();
+    EXPECT_LE(mn::get_ll(r, "idle_notices"), 2) << res.describe();
 }
 
 // A stack overflow hits the guard page and ends the run with a message.
