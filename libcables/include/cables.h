@@ -35,9 +35,7 @@ size_t cables_page_size(void);
 int cables_home_of(const void *addr);
 /* Move the homes of the pages of [addr, addr+len) to node.  0, or -1 (not
  * allocated, no such node, or a page of a running thread's stack).
- * Readers and other nodes' writers may run meanwhile; the destination node
- * must not write the pages while they move: a write of its whose diff is
- * still on the way to the old home can be lost. */
+ * Readers and writers on any node may run meanwhile. */
 int cables_home_move(void *addr, size_t len, int node);
 /* Bytes of memory this node holds for shared pages (homes and copies). */
 size_t cables_memory_used(void);

@@ -156,11 +156,22 @@ void cb_defer(const cb_msg_t *m, const void *payload, size_t len)
     q_push(&deferred, op_new(cb.self, m, payload, len, false));
 }
 
+void *cb_deferred_payload(uint32_t type, uint64_t a, size_t *len)
+{
+    for (cb_op_t *op = deferred.head; op; op = op->next)
+        if (op->hdr.type == type && op->hdr.a == a) {
+            *len = op->len;
+            return op->payload;
+        }
+    return NULL;
+}
+
 /* Replies wake the thread that waits for them. */
 static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
 {
     cb_waiter_t *w = (cb_waiter_t *)(uintptr_t)m->waiter;
     if (m->type == M_DIFF_ACK) {
+        atomic_fetch_sub(&cb.diffs_out, m->a);
         if (atomic_fetch_sub(&w->pending, (uint32_t)m->a) == (uint32_t)m->a)
             cb_futex_wake(&w->pending);
         return;

@@ -216,7 +216,10 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
     uint32_t s;
     if (len != cb.ps)
         cb_die("node %d: bad page move message", cb.self);
-    if (!cb_page_try_own(p, &s)) {
+    /* our diffs still on their way to the old home may belong to this page
+     * and would land after our newer writes: wait for them (cb_on_diff
+     * applies those that come back to this message's page) */
+    if (atomic_load(&cb.diffs_out) || !cb_page_try_own(p, &s)) {
         cb_defer(m, data, len);
         return;
     }

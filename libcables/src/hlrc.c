@@ -142,6 +142,7 @@ static bool diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
     memcpy(b->buf + b->len, hdr, 8);
     b->len += 8 + n;
     atomic_fetch_add(&acks->pending, 1);
+    atomic_fetch_add(&cb.diffs_out, 1);
     STAT_ADD(diffs_sent, 1);
     STAT_ADD(diff_bytes_sent, n);
     return true;
@@ -337,7 +338,17 @@ void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
         uint64_t p = hdr[0];
         size_t rl = 8 + hdr[1];
         int h = cb_home_cached(p);
-        if (h != cb.self) {
+        size_t plen;
+        uint8_t *moving = m->src == cb.self && h != cb.self
+                              ? cb_deferred_payload(M_MOVE_PAGE, p, &plen) : NULL;
+        if (moving) {
+            /* our own diff, sent to the old home before the page left it,
+             * comes back: it belongs to the page on its way here, under
+             * the writes we made since */
+            if (plen != cb.ps || cb_diff_apply(moving, cb.ps, q + 8, hdr[1]))
+                cb_die("node %d: malformed diff for a moving page", cb.self);
+            applied_here++;
+        } else if (h != cb.self) {
             /* the home moved away, or we have not learned we are it yet:
              * that record travels alone, and is acknowledged alone */
             if (!home_unknown(m, q, rl, p))

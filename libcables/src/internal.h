@@ -103,6 +103,8 @@ void cb_reply(const cb_msg_t *req, cb_msg_t *hdr, const void *payload, size_t le
 void cb_forward(int dst, const cb_msg_t *m, const void *payload, size_t len);
 /* comm-thread only: retry the message on a later turn of the loop. */
 void cb_defer(const cb_msg_t *m, const void *payload, size_t len);
+/* comm-thread only: the payload of a deferred message (type, a), or NULL */
+void *cb_deferred_payload(uint32_t type, uint64_t a, size_t *len);
 void cb_comm_start(void); /* transport up, thread not yet */
 void cb_comm_run(void);
 void cb_comm_stop(void);
@@ -233,6 +235,7 @@ typedef struct {
     pid_t pids[CB_MAX_NODES];
     char hosts[CB_MAX_NODES][64];
     _Atomic bool stopping;
+    _Atomic uint64_t diffs_out; /* diff records sent, not yet acknowledged */
 } cb_ctx_t;
 extern cb_ctx_t cb;
 

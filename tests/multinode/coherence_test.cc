@@ -133,3 +133,17 @@ TEST_P(CondVar, BoundedBufferGateAndTimeout)
     EXPECT_EQ(mn::get_ll(r, "gate"), c.nodes) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "timedout"), 1) << res.describe();
 }
+
+// The destination of a move keeps writing while the home moves back and
+// forth: a diff of its still on the way to the old home lands under its
+// newer writes, never over them (the race is between two nodes).
+TEST_P(HomeMoveRace, DestinationKeepsReadingItsOwnWrites)
+{
+    const Cfg c = GetParam();
+    if (c.nodes != 2)
+        GTEST_SKIP() << "a two-node race";
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("home_move_writer"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "selfbad"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "final"), mn::get_ll(r, "last")) << res.describe();
+}
