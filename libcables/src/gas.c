@@ -54,11 +54,6 @@ void cb_gas_init(void)
     cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));
 }
 
-void cb_gas_fini(void)
-{
-    munmap(cb.app, cb.cfg.gas_size);
-}
-
 bool cb_in_gas(uintptr_t a)
 {
     return cb.app && a >= CB_GAS_BASE && a < CB_GAS_BASE + cb.cfg.gas_size;

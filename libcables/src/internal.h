@@ -24,9 +24,6 @@
  * AddressSanitizer (whose shadow ends at 0x10007fff7fff) */
 #define CB_GAS_BASE  0x200000000000ULL
 
-/* ---- status: one type for every error ---- */
-typedef enum { CB_OK = 0, CB_ERR = -1 } cb_status_t;
-
 #include "pure.h"
 
 /* ---- waiting: futex words (sys.c) ----
@@ -120,7 +117,6 @@ const void *cb_xport_peer_address(int node, size_t *len);
 int cb_xport_send(int dst, void *buf, size_t len); /* takes buf (malloc'd) */
 bool cb_xport_progress(void);
 bool cb_xport_arm(void);  /* true: safe to sleep on the event fd */
-void cb_xport_signal(void);
 void cb_xport_flush(void);
 
 /* ---- write notices and intervals (hlrc.c) ---- */
@@ -141,12 +137,9 @@ void cb_vc_get(uint32_t *vc);
 /* comm-thread handlers */
 void cb_on_diff(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_fetch(const cb_msg_t *m);
-void cb_on_page(const cb_msg_t *m, const void *p, size_t len);
 
 /* ---- global address space (gas.c) ---- */
-static inline uintptr_t cb_gas_base(void) { return CB_GAS_BASE; }
 void cb_gas_init(void);
-void cb_gas_fini(void);
 bool cb_in_gas(uintptr_t a);
 /* Lock-free page ownership: take BUSY (sleeping while another has it). */
 uint32_t cb_page_own(uint64_t p);
