@@ -22,10 +22,16 @@ LINK_CABLES = -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) \
 
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c))
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+# plain pthreads programs (apps/, tests/posix/): compiled once with cc, then
+# linked twice from the same object: natively against glibc, and relinked
+# with cables-cc against libcables
+PT_SRCS   := $(wildcard apps/*.c tests/posix/*.c)
+PT_CABLES := $(patsubst %.c,$(BUILD)/%,$(PT_SRCS))
+PT_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(PT_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
 MULTI     := $(BUILD)/tests/multinode_tests
 
-all: $(LIB) $(RUN) $(CC_DRIVER) $(PROGS)
+all: $(LIB) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE)
 
 $(BUILD)/libcables/src/%.o: libcables/src/%.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h
 	@mkdir -p $(dir $@)
@@ -50,6 +56,20 @@ $(CC_DRIVER): tools/cables-cc Makefile
 $(BUILD)/progs/%: tests/progs/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $< -o $@ $(LINK_CABLES)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -pthread -c $< -o $@
+
+$(BUILD)/native/%: $(BUILD)/obj/%.o
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -pthread $< -o $@ -lm
+
+$(PT_CABLES): $(BUILD)/%: $(BUILD)/obj/%.o $(CC_DRIVER) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC_DRIVER) -pthread $< -o $@ -lm
+
+.SECONDARY: $(patsubst %.c,$(BUILD)/obj/%.o,$(PT_SRCS))
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -14,6 +14,7 @@ typedef struct bar_waiter { struct bar_waiter *next; cb_waiter_t *w; } bar_waite
 typedef struct {
     uint64_t key;
     uint32_t count, arrived; /* arrived: counted here, not yet reported up */
+    uint8_t kids;            /* children that reported this round (bit 0: 2i+1, bit 1: 2i+2) */
     bar_waiter_t *waiters;
     UT_hash_handle hh;
 } bar_t;
@@ -39,7 +40,9 @@ void cables_barrier_init(cables_barrier_t *b, unsigned count)
     b->reserved = 0;
 }
 
-void cables_barrier_wait(cables_barrier_t *b)
+void cables_barrier_wait(cables_barrier_t *b) { cb_barrier_wait(b); }
+
+int cb_barrier_wait(cables_barrier_t *b)
 {
     uint32_t count = b->count; /* read through the application view first */
     if (count == 0)
@@ -51,31 +54,44 @@ void cables_barrier_wait(cables_barrier_t *b)
     cb_call(cb.self, &m, NULL, 0, w);
     cb_acquire(w->data);
     free(w->data);
+    int serial = (int)w->value;
     cb_waiter_free(w);
     STAT_ADD(barriers, 1);
     STAT_ADD(barrier_wait_ns, cb_now_ns() - t0);
+    return serial;
 }
 
-static void release_down(uint64_t key, const void *notices, size_t len)
+/* The round's serial thread (PTHREAD_BARRIER_SERIAL_THREAD): the root's
+ * first waiter, or, if the root has none, one found down the tree through
+ * the children that reported arrivals. */
+static void release_down(bar_t *s, const void *notices, size_t len, bool serial)
 {
     int n = atomic_load(&cb.nnodes);
-    for (int c = 2 * cb.self + 1; c <= 2 * cb.self + 2 && c < n; c++) {
-        cb_msg_t r = { .type = M_BAR_RELEASE, .a = key };
+    for (int i = 0, c = 2 * cb.self + 1; i < 2 && c < n; i++, c++) {
+        bool mine = serial && s->kids & (1u << i);
+        if (mine)
+            serial = false;
+        cb_msg_t r = { .type = M_BAR_RELEASE, .a = s->key, .c = mine };
         cb_send(c, &r, notices, len, false);
     }
+    s->kids = 0;
 }
 
-static void wake_all(bar_t *s, const uint32_t *v)
+/* returns whether a local thread took the serial role */
+static bool wake_all(bar_t *s, const uint32_t *v, bool serial)
 {
     memcpy(base, v, sizeof base);
+    bool took = serial && s->waiters;
     for (bar_waiter_t *x = s->waiters, *nx; x; x = nx) {
         nx = x->next;
+        x->w->value = serial && x == s->waiters;
         x->w->data = malloc(sizeof(cb_vc_t));
         memcpy(x->w->data, v, sizeof(cb_vc_t));
         cb_waiter_wake(x->w);
         free(x);
     }
     s->waiters = NULL;
+    return took;
 }
 
 /* M_BAR_ARRIVE a=key b=count c=arrivals; from self: waiter; from a child:
@@ -89,6 +105,8 @@ void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
         x->next = s->waiters;
         s->waiters = x;
     }
+    if (m->src != cb.self)
+        s->kids |= m->src == 2 * cb.self + 1 ? 1 : 2;
     if (len)
         cb_notices_merge(p, len, NULL);
     s->count = (uint32_t)m->b;
@@ -106,15 +124,16 @@ void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
     s->arrived -= s->count;
     cb_vc_t v; /* exactly what goes down: a local release may follow at once */
     void *n = cb_notices_encode(base, &nl, v);
-    release_down(m->a, n, nl);
+    bool serial = !wake_all(s, v, true);
+    release_down(s, n, nl, serial);
     free(n);
-    wake_all(s, v);
 }
 
 void cb_on_bar_release(const cb_msg_t *m, const void *p, size_t len)
 {
     cb_vc_t v;
     cb_notices_merge(p, len, v);
-    release_down(m->a, p, len);
-    wake_all(bar_get(m->a), v);
+    bar_t *s = bar_get(m->a);
+    bool serial = !wake_all(s, v, m->c) && m->c;
+    release_down(s, p, len, serial);
 }

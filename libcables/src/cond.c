@@ -28,24 +28,49 @@ static cv_t *cv_get(uint64_t key)
     return c;
 }
 
-int cables_cond_timedwait(cables_cond_t *c, cables_lock_t *l, uint64_t timeout_ns)
+/* a cancellation glibc would act on now (not disabled) */
+static bool cancelled(void)
 {
+    if (!cb_app_thread || !cb_thr || !atomic_load(&cb_thr->cancel))
+        return false;
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    pthread_setcancelstate(old, &old);
+    return old == PTHREAD_CANCEL_ENABLE;
+}
+
+int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
+{
+    if (cancelled())
+        return ECANCELED;
     cb_waiter_t *wake = cb_waiter_new();
-    uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : cb_now_ns() + timeout_ns;
-    cb_msg_t m = { .type = M_COND_WAIT, .a = (uintptr_t)c, .b = (uintptr_t)wake };
+    cb_msg_t m = { .type = M_COND_WAIT, .a = ckey, .b = (uintptr_t)wake };
     cb_rpc(0, &m, NULL); /* registered before the unlock */
-    cables_unlock(l);
+    uint32_t depth = cb_lock_depth(lkey, 1);
+    cb_lock_give(lkey, cb_tid, kind);
     int rc = 0;
-    if (!cb_waiter_wait_until(wake, deadline)) {
-        cb_msg_t x = { .type = M_COND_CANCEL, .a = (uintptr_t)c, .b = (uintptr_t)wake };
+    while (!cb_waiter_wait_cancellable(wake, deadline)) {
+        bool cancel = cancelled();
+        if (!cancel && cb_now_ns() < deadline)
+            continue; /* a cancellation that is disabled: wait on */
+        cb_msg_t x = { .type = M_COND_CANCEL, .a = ckey, .b = (uintptr_t)wake };
         if (cb_rpc(0, &x, NULL) == 1)
-            rc = ETIMEDOUT;
+            rc = cancel ? ECANCELED : ETIMEDOUT;
         else
             cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
+        break;
     }
     cb_waiter_free(wake);
-    cables_lock(l);
+    cb_lock_take(lkey, cb_tid, kind, UINT64_MAX);
+    cb_lock_depth(lkey, depth);
     return rc;
+}
+
+int cables_cond_timedwait(cables_cond_t *c, cables_lock_t *l, uint64_t timeout_ns)
+{
+    uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : cb_now_ns() + timeout_ns;
+    int rc = cb_cond_wait((uintptr_t)c, (uintptr_t)l, CB_LK_NORMAL, deadline);
+    return rc == ECANCELED ? 0 : rc;
 }
 
 void cables_cond_wait(cables_cond_t *c, cables_lock_t *l)
@@ -53,14 +78,14 @@ void cables_cond_wait(cables_cond_t *c, cables_lock_t *l)
     cables_cond_timedwait(c, l, UINT64_MAX);
 }
 
-static void signal(cables_cond_t *c, bool all)
+int cb_cond_wake(uint64_t ckey, bool all)
 {
-    cb_msg_t m = { .type = M_COND_SIGNAL, .a = (uintptr_t)c, .b = all };
-    cb_rpc(0, &m, NULL);
+    cb_msg_t m = { .type = M_COND_SIGNAL, .a = ckey, .b = all };
+    return (int)cb_rpc(0, &m, NULL);
 }
 
-void cables_cond_signal(cables_cond_t *c) { signal(c, false); }
-void cables_cond_broadcast(cables_cond_t *c) { signal(c, true); }
+void cables_cond_signal(cables_cond_t *c) { cb_cond_wake((uintptr_t)c, false); }
+void cables_cond_broadcast(cables_cond_t *c) { cb_cond_wake((uintptr_t)c, true); }
 
 void cb_on_cond_wait(const cb_msg_t *m)
 {

@@ -37,6 +37,7 @@ void cb_mutex_unlock(cb_mutex_t *m);
 /* a detached (or, with join, joinable) system thread on private memory */
 int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached);
 int cb_thread_wait(pthread_t t);
+void *cb_libc(const char *name); /* libc's definition of name, past the shim's */
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
 void cb_futex_wake(_Atomic uint32_t *w);
 uint64_t cb_now_ns(void);
@@ -54,6 +55,8 @@ typedef struct cb_waiter {
     size_t len;
     void *dst;           /* where a page reply is copied (fault path) */
     _Atomic uint32_t pending; /* outstanding acks (diffs of a release) */
+    uint64_t who;        /* lock.c: the thread taking the lock */
+    bool try_only;       /* lock.c: a trylock, answered granted or busy */
 } cb_waiter_t;
 cb_waiter_t *cb_waiter_new(void); /* zeroed, from this thread's private pool */
 void cb_waiter_free(cb_waiter_t *w);
@@ -61,6 +64,21 @@ void cb_waiter_wait(cb_waiter_t *w);
 void cb_waiter_wake(cb_waiter_t *w);
 void cb_waiter_wait_pending(cb_waiter_t *w);
 bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline_ns);
+
+/* ---- application threads (thread.c) ----
+ * Per-thread state, in initial-exec TLS (no allocation, no lock). */
+#define CB_TLS __attribute__((tls_model("initial-exec")))
+typedef struct {
+    pthread_t sys;                 /* glibc's thread running it */
+    _Atomic int cancel;            /* a cancellation was asked */
+    cb_waiter_t *_Atomic waiting;  /* its cancellable runtime wait, if any */
+} cb_thr_t;
+extern __thread uint64_t cb_tid CB_TLS;   /* this thread's cluster id */
+extern __thread bool cb_app_thread CB_TLS; /* an application thread (else the runtime's) */
+extern __thread cb_thr_t *cb_thr CB_TLS;
+/* Wait for w, a deadline (false) or a cancellation of this thread (false,
+ * with cb_thr->cancel set); cancellable only in application threads. */
+bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
 
 /* ---- messages (comm.c) ---- */
 enum cb_msg_type {
@@ -72,6 +90,7 @@ enum cb_msg_type {
     M_COND_WAIT, M_COND_WAKE, M_COND_SIGNAL, M_COND_CANCEL, M_REPLY,
     M_SPAWN, M_THREAD_EXIT, M_JOIN, M_JOIN_REPLY,
     M_MOVE, M_MOVE_PAGE, M_MOVE_DONE,
+    M_LOCK_BUSY, M_PLACE, M_THREAD_GONE, M_THREADS_IDLE, M_DETACH, M_CANCEL, M_KEY,
     M_TYPES
 };
 /* M_FETCH b: how the request travels */
@@ -162,14 +181,44 @@ void cb_on_move_done(const cb_msg_t *m);
 /* master: record allocation range with its policy */
 void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node);
 
-/* stack.c: run fn(arg) on a stack in the GAS (this thread, until fn returns) */
-void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg);
+/* stack.c: run fn(arg) on a stack in the GAS of size bytes (0: the
+ * default), until fn returns, calls pthread_exit (*exited) or is cancelled */
+void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exited);
+void cb_thread_exit(void *value) __attribute__((noreturn)); /* pthread_exit of an app thread */
+extern void (*cb_thread_end_hook)(void); /* runs on the ending thread's GAS stack */
 
 /* fault.c */
 void cb_fault_init(void);
 int cb_fault(uint64_t p, bool write); /* 0, or -1 if not a shared page */
 
+/* lock.c: kinds numbered as glibc's mutex kinds */
+enum { CB_LK_NORMAL = 0, CB_LK_RECURSIVE = 1, CB_LK_ERRORCHECK = 2 };
+/* Take lock key for thread who.  deadline (CLOCK_MONOTONIC ns): 0 try
+ * once, UINT64_MAX wait.  0, EBUSY, ETIMEDOUT, EDEADLK or EAGAIN. */
+int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline);
+int cb_lock_give(uint64_t key, uint64_t who, int kind); /* 0 or EPERM */
+uint32_t cb_lock_depth(uint64_t key, uint32_t depth); /* holder: set, return old */
+/* cond.c: wait on condition ckey releasing lock lkey; 0, ETIMEDOUT, or
+ * ECANCELED (the thread was cancelled; the lock is held again) */
+int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline);
+int cb_cond_wake(uint64_t ckey, bool all); /* how many were woken */
+/* barrier.c: 1 for one thread of each round (PTHREAD_BARRIER_SERIAL_THREAD) */
+int cb_barrier_wait(cables_barrier_t *b);
+/* thread.c */
+int cb_thread_create(uint64_t *t, int node, void *(*fn)(void *), void *arg, size_t stack,
+                     bool detached);
+int cb_thread_detach(uint64_t t);
+int cb_thread_cancel(uint64_t t);
+void cb_thread_main_start(void);  /* the master's main thread becomes thread 0 */
+void cb_threads_wait_all(void);   /* master: until every other thread ended */
+
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
+void cb_on_lock_busy(const cb_msg_t *m);
+void cb_on_place(const cb_msg_t *m);
+void cb_on_thread_gone(const cb_msg_t *m);
+void cb_on_threads_idle(const cb_msg_t *m);
+void cb_on_detach(const cb_msg_t *m);
+void cb_on_cancel(const cb_msg_t *m);
 void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len);
@@ -194,7 +243,6 @@ void cb_on_bye(const cb_msg_t *m);
 void cb_heard_from(int node);
 void cb_check_peers(void);           /* comm thread, periodically */
 void cb_peer_failed(int node, const char *why) __attribute__((noreturn));
-int cb_pick_node(void);
 
 /* numa.c */
 void cb_numa_place(int local_rank);

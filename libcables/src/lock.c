@@ -5,6 +5,7 @@
  * until someone else asks, so re-acquiring on the same node is local.
  * Local threads queue in FIFO order; a remote request that arrived is
  * served before later local ones (fair between nodes). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -17,6 +18,9 @@ typedef struct {
     bool token, held, requested;
     int next_node;
     cb_vc_t next_vc;
+    uint32_t *acq;   /* vc for the next local taker: a grant that found no waiter */
+    uint64_t owner;  /* the thread holding it (when held) */
+    uint32_t depth;  /* recursive holds */
     cb_waiter_t *qhead, *qtail; /* local waiters; data: the vc to acquire, if granted from afar */
     UT_hash_handle hh;
 } lk_t;
@@ -42,11 +46,11 @@ static lk_t *lk_get(uint64_t key)
     return s;
 }
 
-static void send_request(uint64_t key)
+static void send_request(uint64_t key, bool try)
 {
     cb_vc_t v;
     cb_vc_get(v);
-    cb_msg_t m = { .type = M_LOCK_REQ, .a = key, .b = (uint64_t)cb.self };
+    cb_msg_t m = { .type = M_LOCK_REQ, .a = key, .b = (uint64_t)cb.self, .c = try };
     cb_send(0, &m, v, sizeof v, false);
 }
 
@@ -59,31 +63,36 @@ static void grant_next(lk_t *s)
     cb_send(s->next_node, &g, n, len, true);
     s->token = false;
     s->next_node = -1;
+    free(s->acq); /* what it held is in the notices that went along */
+    s->acq = NULL;
 }
 
-void cables_lock(cables_lock_t *l)
+/* under lk_mu: the head waiter takes the lock */
+static void hand_to_head(lk_t *s, uint32_t *vc)
 {
-    uint64_t key = (uintptr_t)l, t0 = cb_now_ns();
-    cb_mutex_lock(&lk_mu);
-    lk_t *s = lk_get(key);
-    if (s->token && !s->held && !s->qhead && s->next_node < 0) {
-        s->held = true;
-        cb_mutex_unlock(&lk_mu);
-        STAT_ADD(lock_acquires, 1);
-        return;
-    }
-    cb_waiter_t *w = cb_waiter_new();
-    if (s->qtail) s->qtail->next = w; else s->qhead = w;
-    s->qtail = w;
-    bool ask = !s->token && !s->requested;
-    if (ask)
-        s->requested = true;
-    cb_mutex_unlock(&lk_mu);
-    if (ask)
-        send_request(key);
-    cb_waiter_wait(w);
-    void *vc = w->data;
-    cb_waiter_free(w);
+    cb_waiter_t *w = s->qhead;
+    s->qhead = w->next;
+    if (!s->qhead) s->qtail = NULL;
+    s->held = true;
+    s->owner = w->who;
+    s->depth = 1;
+    w->data = vc;
+    cb_waiter_wake(w);
+}
+
+static bool dequeue(lk_t *s, cb_waiter_t *w)
+{
+    for (cb_waiter_t **pp = &s->qhead, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            if (s->qtail == w) s->qtail = prev;
+            return true;
+        }
+    return false;
+}
+
+static void acquired(uint32_t *vc, uint64_t t0)
+{
     if (vc) {
         cb_acquire(vc);
         free(vc);
@@ -93,12 +102,81 @@ void cables_lock(cables_lock_t *l)
     STAT_ADD(lock_wait_ns, cb_now_ns() - t0);
 }
 
-void cables_unlock(cables_lock_t *l)
+int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline)
 {
-    uint64_t key = (uintptr_t)l;
-    cb_release();
+    uint64_t t0 = cb_now_ns();
     cb_mutex_lock(&lk_mu);
     lk_t *s = lk_get(key);
+    if (kind != CB_LK_NORMAL && s->held && s->owner == who) {
+        int rc = kind == CB_LK_ERRORCHECK ? EDEADLK : s->depth == UINT32_MAX ? EAGAIN : 0;
+        if (!rc)
+            s->depth++;
+        cb_mutex_unlock(&lk_mu);
+        return rc;
+    }
+    if (s->token && !s->held && !s->qhead && s->next_node < 0) {
+        s->held = true;
+        s->owner = who;
+        s->depth = 1;
+        uint32_t *vc = s->acq;
+        s->acq = NULL;
+        cb_mutex_unlock(&lk_mu);
+        acquired(vc, t0);
+        return 0;
+    }
+    bool try = deadline == 0;
+    if (try && (s->token || s->requested)) { /* held here, or a thread here waits for it */
+        cb_mutex_unlock(&lk_mu);
+        return EBUSY;
+    }
+    cb_waiter_t *w = cb_waiter_new();
+    w->who = who;
+    w->try_only = try;
+    if (s->qtail) s->qtail->next = w; else s->qhead = w;
+    s->qtail = w;
+    bool ask = !s->token && !s->requested;
+    if (ask)
+        s->requested = true;
+    cb_mutex_unlock(&lk_mu);
+    if (ask)
+        send_request(key, try);
+    if (try || deadline == UINT64_MAX) {
+        cb_waiter_wait(w); /* a try is answered: granted or busy */
+    } else if (!cb_waiter_wait_until(w, deadline)) {
+        cb_mutex_lock(&lk_mu);
+        bool gone = dequeue(lk_get(key), w);
+        cb_mutex_unlock(&lk_mu);
+        if (gone) { /* the request stays: its grant will find no waiter */
+            cb_waiter_free(w);
+            return ETIMEDOUT;
+        }
+        cb_waiter_wait(w); /* granted meanwhile */
+    }
+    int rc = (int)w->value;
+    uint32_t *vc = w->data;
+    cb_waiter_free(w);
+    if (rc)
+        return rc;
+    acquired(vc, t0);
+    return 0;
+}
+
+int cb_lock_give(uint64_t key, uint64_t who, int kind)
+{
+    cb_mutex_lock(&lk_mu);
+    lk_t *s = lk_get(key);
+    if (kind != CB_LK_NORMAL && (!s->held || s->owner != who)) {
+        cb_mutex_unlock(&lk_mu);
+        return EPERM;
+    }
+    if (kind == CB_LK_RECURSIVE && s->depth > 1) {
+        s->depth--;
+        cb_mutex_unlock(&lk_mu);
+        return 0;
+    }
+    cb_mutex_unlock(&lk_mu);
+    cb_release();
+    cb_mutex_lock(&lk_mu);
     bool ask = false;
     s->held = false;
     if (s->next_node >= 0) {
@@ -106,16 +184,26 @@ void cables_unlock(cables_lock_t *l)
         if (s->qhead && !s->requested)
             ask = s->requested = true;
     } else if (s->qhead) {
-        cb_waiter_t *w = s->qhead;
-        s->qhead = w->next;
-        if (!s->qhead) s->qtail = NULL;
-        s->held = true;
-        cb_waiter_wake(w);
+        hand_to_head(s, NULL);
     }
     cb_mutex_unlock(&lk_mu);
     if (ask)
-        send_request(key);
+        send_request(key, false);
+    return 0;
 }
+
+uint32_t cb_lock_depth(uint64_t key, uint32_t depth)
+{
+    cb_mutex_lock(&lk_mu);
+    lk_t *s = lk_get(key);
+    uint32_t old = s->depth;
+    s->depth = depth;
+    cb_mutex_unlock(&lk_mu);
+    return old;
+}
+
+void cables_lock(cables_lock_t *l) { cb_lock_take((uintptr_t)l, 0, CB_LK_NORMAL, UINT64_MAX); }
+void cables_unlock(cables_lock_t *l) { cb_lock_give((uintptr_t)l, 0, CB_LK_NORMAL); }
 
 /* manager: M_LOCK_REQ a=key b=requester, payload = requester's vc */
 void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len)
@@ -137,7 +225,7 @@ void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len)
         cb_send((int)m->b, &g, n, nl, true);
         return;
     }
-    cb_msg_t f = { .type = M_LOCK_FWD, .a = m->a, .b = m->b };
+    cb_msg_t f = { .type = M_LOCK_FWD, .a = m->a, .b = m->b, .c = m->c };
     cb_send(prev, &f, p, len, false);
 }
 
@@ -150,8 +238,12 @@ void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len)
     lk_t *s = lk_get(m->a);
     s->next_node = (int)m->b;
     memcpy(s->next_vc, p, sizeof s->next_vc);
-    if (s->token && !s->held && !s->qhead)
+    if (s->token && !s->held && !s->qhead) {
         grant_next(s);
+    } else if (m->c) { /* a try: it is held here or wanted here */
+        cb_msg_t b = { .type = M_LOCK_BUSY, .a = m->a };
+        cb_send((int)m->b, &b, NULL, 0, false);
+    }
     cb_mutex_unlock(&lk_mu);
 }
 
@@ -164,17 +256,33 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
     lk_t *s = lk_get(m->a);
     s->token = true;
     s->requested = false;
-    cb_waiter_t *w = s->qhead;
-    if (w) {
-        s->qhead = w->next;
-        if (!s->qhead) s->qtail = NULL;
-        s->held = true;
-        w->data = v;
-        cb_waiter_wake(w);
-    } else {
-        free(v);
+    if (s->qhead) {
+        hand_to_head(s, v);
+    } else { /* its waiter gave up (timed out, or a try told busy) */
+        if (s->acq) {
+            for (int i = 0; i < CB_MAX_NODES; i++)
+                if (s->acq[i] < v[i]) s->acq[i] = v[i];
+            free(v);
+        } else {
+            s->acq = v;
+        }
         if (s->next_node >= 0)
             grant_next(s);
     }
+    cb_mutex_unlock(&lk_mu);
+}
+
+/* the previous tail says a try lost: the lock is held or wanted there */
+void cb_on_lock_busy(const cb_msg_t *m)
+{
+    cb_mutex_lock(&lk_mu);
+    lk_t *s = lk_get(m->a);
+    for (cb_waiter_t *w = s->qhead; w; w = w->next)
+        if (w->try_only) {
+            dequeue(s, w);
+            w->value = EBUSY;
+            cb_waiter_wake(w);
+            break;
+        }
     cb_mutex_unlock(&lk_mu);
 }

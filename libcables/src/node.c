@@ -200,12 +200,6 @@ void cb_peer_failed(int node, const char *why)
     _exit(3);
 }
 
-int cb_pick_node(void)
-{
-    static _Atomic unsigned next;
-    return (int)(atomic_fetch_add(&next, 1) % (unsigned)atomic_load(&cb.nnodes));
-}
-
 /* ---- shutdown, in two phases so that no node takes another's exit for
  * a death: (a=0) every node stops watching its peers, prints its
  * statistics and says bye; once all have, (a=1) they all exit and leave

@@ -6,7 +6,10 @@
  * pages are writable from the start and stay so (PG_STACK): the runtime's
  * own frames live there and must never fault.  Each stack has a guard page
  * left out of its allocation, and stacks are reused on their node. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +21,18 @@
 #define ALT_SIZE (64 * 1024)
 
 static cb_mutex_t free_mu = CB_MUTEX_INIT;
-static uint8_t **free_stacks; /* private memory: stacks homed here, unused */
+static struct free_stack { uint8_t *base; size_t size; } *free_stacks; /* private memory */
 static size_t nfree, capfree;
 
-static uint8_t *stack_new(void)
+static uint8_t *stack_new(size_t size)
 {
-    uint64_t guard = 1, npages = cb.cfg.stack_size / cb.ps + guard;
+    uint64_t guard = 1, npages = size / cb.ps + guard;
     cb_msg_t m = { .type = M_ALLOC, .a = npages * cb.ps, .b = CABLES_POLICY_FIXED,
                    .c = (uint64_t)cb.self, .d = guard };
     uint64_t first = (uint64_t)cb_rpc(0, &m, NULL);
     if (first == ~0ull)
         cb_die("node %d: no room in the global address space for another thread stack of "
-               "%zu bytes; raise CABLES_GAS_SIZE or lower CABLES_STACK_SIZE", cb.self,
-               cb.cfg.stack_size);
+               "%zu bytes; raise CABLES_GAS_SIZE or lower CABLES_STACK_SIZE", cb.self, size);
     for (uint64_t p = first + guard; p < first + npages; p++) {
         cb_home_set(p, cb.self);
         atomic_store(&cb.pst[p], PG_RW | PG_STACK);
@@ -39,15 +41,22 @@ static uint8_t *stack_new(void)
     return cb_app_page(first + guard);
 }
 
-static uint8_t *stack_get(void)
+__attribute__((noinline)) /* not under getcontext (-Wclobbered) */
+static uint8_t *stack_get(size_t size)
 {
+    uint8_t *s = NULL;
     cb_mutex_lock(&free_mu);
-    uint8_t *s = nfree ? free_stacks[--nfree] : NULL;
+    for (size_t i = nfree; i-- > 0;)
+        if (free_stacks[i].size == size) {
+            s = free_stacks[i].base;
+            free_stacks[i] = free_stacks[--nfree];
+            break;
+        }
     cb_mutex_unlock(&free_mu);
-    return s ? s : stack_new();
+    return s ? s : stack_new(size);
 }
 
-static void stack_put(uint8_t *s)
+static void stack_put(uint8_t *s, size_t size)
 {
     cb_mutex_lock(&free_mu);
     if (nfree == capfree) {
@@ -56,43 +65,82 @@ static void stack_put(uint8_t *s)
         if (!free_stacks)
             cb_die("out of memory for the stack list");
     }
-    free_stacks[nfree++] = s;
+    free_stacks[nfree++] = (struct free_stack){ s, size };
     cb_mutex_unlock(&free_mu);
 }
 
 struct run {
     void *(*fn)(void *);
     void *arg, *ret;
+    bool exited;      /* ended by pthread_exit (else, unwound: cancelled) */
+    void *exit_value;
     ucontext_t back;
 };
 static __thread struct run *running;
+void (*cb_thread_end_hook)(void);
 
+/* The application's function runs under a cancellation buffer of glibc's:
+ * pthread_exit and cancellation unwind the application's frames (running
+ * its cleanup handlers and destructors) and land here, not in glibc's
+ * thread start on the private stack, so the thread still ends through the
+ * runtime (its release, its exit message). */
 static void entry(void)
 {
-    struct run *r = running;
-    r->ret = r->fn(r->arg);
-} /* returns to r->back through uc_link */
+    __pthread_unwind_buf_t ub;
+    if (__sigsetjmp_cancel(ub.__cancel_jmp_buf, 0)) {
+        struct run *r = running; /* locals are gone after the jump */
+        __pthread_unregister_cancel(&ub);
+        int old;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* it is ending */
+        r->ret = r->exited ? r->exit_value : PTHREAD_CANCELED;
+    } else {
+        __pthread_register_cancel(&ub);
+        running->ret = running->fn(running->arg);
+        __pthread_unregister_cancel(&ub);
+    }
+    if (cb_thread_end_hook)
+        cb_thread_end_hook();
+} /* returns to running->back through uc_link */
 
-void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg)
+void cb_thread_exit(void *value)
 {
+    static void (*libc_exit)(void *);
+    if (!libc_exit)
+        libc_exit = (void (*)(void *))dlsym(RTLD_NEXT, "pthread_exit");
+    if (running) {
+        running->exited = true;
+        running->exit_value = value;
+    }
+    libc_exit(value);
+    __builtin_unreachable();
+}
+
+void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exited)
+{
+    if (size == 0)
+        size = cb.cfg.stack_size;
+    size = (size + cb.ps - 1) / cb.ps * cb.ps;
     stack_t alt = { .ss_size = ALT_SIZE }, old;
     alt.ss_sp = mmap(NULL, ALT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (alt.ss_sp == MAP_FAILED || sigaltstack(&alt, &old))
         cb_die("node %d: cannot set up a signal stack: %s", cb.self, strerror(errno));
-    uint8_t *stk = stack_get();
+    uint8_t *stk = stack_get(size);
     struct run r = { .fn = fn, .arg = arg }; /* on this thread's private stack */
     ucontext_t uc;
     if (getcontext(&uc))
         cb_die("getcontext: %s", strerror(errno));
     uc.uc_stack.ss_sp = stk;
-    uc.uc_stack.ss_size = cb.cfg.stack_size;
+    uc.uc_stack.ss_size = size;
     uc.uc_link = &r.back;
     makecontext(&uc, entry, 0);
     running = &r;
     if (swapcontext(&r.back, &uc))
         cb_die("swapcontext: %s", strerror(errno));
-    stack_put(stk);
+    running = NULL;
+    stack_put(stk, size);
     sigaltstack(&old, NULL);
     munmap(alt.ss_sp, ALT_SIZE);
+    if (exited)
+        *exited = r.exited;
     return r.ret;
 }

@@ -27,19 +27,25 @@ static void at_exit(void) { cb_node_finish(); }
 
 static int cables_main(int argc, char **argv, char **envp)
 {
-    cb_node_start(&argc, &argv);
-    if (cb.self != 0)
-        cb_node_serve(); /* does not return */
     atexit(at_exit);
     app_argc = argc;
     app_argv = argv;
     app_envp = envp;
-    return (int)(intptr_t)cb_run_on_gas_stack(run_main, NULL); /* main's stack is shared too */
+    bool exited;
+    void *rc = cb_run_on_gas_stack(run_main, NULL, 0, &exited); /* main's stack is shared too */
+    if (exited) { /* pthread_exit in main: the program ends with its last thread */
+        cb_threads_wait_all();
+        exit(0);
+    }
+    return (int)(intptr_t)rc;
 }
 
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
                         void (*)(void), void *);
 
+/* The node starts before the program's constructors, which then run on
+ * the master only, as application code: what they allocate and write is
+ * shared.  The other nodes serve from here and never run them. */
 int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
                       void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
 {
@@ -55,5 +61,12 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
         }
     }
     app_main = main;
+    cb_node_start(&argc, &argv);
+    if (cb.self != 0) {
+        if (rtld_fini)
+            atexit(rtld_fini); /* as glibc's start would have */
+        cb_node_serve(); /* does not return */
+    }
+    cb_thread_main_start();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

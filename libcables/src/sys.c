@@ -75,6 +75,34 @@ void cb_waiter_wait_pending(cb_waiter_t *w)
         cb_futex_wait(&w->pending, v);
 }
 
+bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline)
+{
+    cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
+    if (!t)
+        return cb_waiter_wait_until(w, deadline);
+    atomic_store(&t->waiting, w);
+    uint32_t v = 0;
+    bool done = true;
+    if (atomic_compare_exchange_strong(&w->done, &v, 2) || v != 1) {
+        while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
+            uint64_t now = cb_now_ns();
+            if (atomic_load(&t->cancel) || now >= deadline) {
+                done = false;
+                break;
+            }
+            struct timespec ts, *tp = NULL;
+            if (deadline != UINT64_MAX) {
+                ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
+                ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
+                tp = &ts;
+            }
+            syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, tp, NULL, 0);
+        }
+    }
+    atomic_store(&t->waiting, NULL);
+    return done;
+}
+
 /* false when the timeout (absolute, CLOCK_MONOTONIC ns) passed first */
 bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)
 {
@@ -115,7 +143,7 @@ void cb_mutex_unlock(cb_mutex_t *m)
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*join_fn)(pthread_t, void **);
 
-static void *libc_fn(const char *name)
+void *cb_libc(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name); /* libc's, past any interposer here */
     if (!f)
@@ -127,7 +155,7 @@ int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
 {
     static create_fn create;
     if (!create)
-        create = (create_fn)libc_fn("pthread_create");
+        create = (create_fn)cb_libc("pthread_create");
     pthread_attr_t a;
     pthread_attr_init(&a);
     if (detached)
@@ -141,6 +169,6 @@ int cb_thread_wait(pthread_t t)
 {
     static join_fn join;
     if (!join)
-        join = (join_fn)libc_fn("pthread_join");
+        join = (join_fn)cb_libc("pthread_join");
     return join(t, NULL);
 }

@@ -1,7 +1,11 @@
 /* thread.c: threads on any node.  Creating is a release and starting an
  * acquire (the start message carries the creator's notices); exiting is a
- * release and joining an acquire.  The node running a thread keeps its
- * entry in the thread table until it is joined. */
+ * release and joining an acquire.  The master keeps the thread count of
+ * every node and places new threads (the ACB's thread table); the node
+ * running a thread keeps its entry until it is joined (or, detached, ends).
+ *
+ * A thread id: node << 48 | creating node << 32 | sequence; the master's
+ * main thread is 0.  The shim shows them to programs tagged with bit 63. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,37 +13,56 @@
 
 #include "internal.h"
 
+__thread uint64_t cb_tid CB_TLS;
+__thread bool cb_app_thread CB_TLS;
+__thread cb_thr_t *cb_thr CB_TLS;
+
 typedef struct {
     uint64_t tid;
-    bool done;
+    bool done, detached, has_joiner;
     uint64_t ret;
     cb_msg_t joiner; /* a join request waiting for the exit */
-    bool has_joiner;
+    cb_thr_t *thr;   /* the running thread's shared-with-comm state */
     UT_hash_handle hh;
 } th_t;
 
-typedef struct { uint64_t tid; void *(*fn)(void *); void *arg; cb_vc_t vc; } th_start_t;
+typedef struct {
+    uint64_t tid;
+    void *(*fn)(void *);
+    void *arg;
+    size_t stack;
+    cb_thr_t *thr;
+    cb_vc_t vc;
+} th_start_t;
 
 static th_t *threads; /* comm thread only */
-static _Atomic uint32_t seq;
+static _Atomic uint32_t seq = 1;
+static int load[CB_MAX_NODES]; /* master, comm thread: running threads per node */
+static cb_msg_t idle_req;      /* master: main waits for all other threads to end */
+static bool idle_waiting;
 
 static void *trampoline(void *a)
 {
     th_start_t st = *(th_start_t *)a;
     free(a);
+    cb_tid = st.tid;
+    cb_thr = st.thr;
+    cb_app_thread = true;
     cb_acquire(st.vc);
-    void *ret = cb_run_on_gas_stack(st.fn, st.arg);
+    void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
     cb_release();
+    cb_app_thread = false;
     cb_msg_t m = { .type = M_THREAD_EXIT, .a = st.tid, .b = (uintptr_t)ret };
     cb_send(cb.self, &m, NULL, 0, false);
     return NULL;
 }
 
-int cables_thread_create(cables_thread_t *t, int node, void *(*fn)(void *), void *arg)
+int cb_thread_create(uint64_t *t, int node, void *(*fn)(void *), void *arg, size_t stack,
+                     bool detached)
 {
+    cb_msg_t pl = { .type = M_PLACE, .a = (uint64_t)(int64_t)node };
+    node = (int)cb_rpc(0, &pl, NULL);
     if (node < 0)
-        node = cb_pick_node();
-    if (node >= atomic_load(&cb.nnodes))
         return EINVAL;
     cb_release();
     uint64_t tid = ((uint64_t)node << 48) | ((uint64_t)cb.self << 32) | atomic_fetch_add(&seq, 1);
@@ -48,15 +71,83 @@ int cables_thread_create(cables_thread_t *t, int node, void *(*fn)(void *), void
     size_t len;
     void *n = cb_notices_encode(k, &len, NULL);
     cb_waiter_t *w = cb_waiter_new();
-    cb_msg_t m = { .type = M_SPAWN, .a = tid, .b = (uintptr_t)fn, .c = (uintptr_t)arg };
+    cb_msg_t m = { .type = M_SPAWN, .a = tid, .b = (uintptr_t)fn, .c = (uintptr_t)arg,
+                   .d = stack | (uint64_t)detached << 63 };
     cb_call(node, &m, n, len, w);
     free(n);
     int rc = (int)w->value;
     cb_waiter_free(w);
-    if (rc)
+    if (rc) {
+        cb_msg_t g = { .type = M_THREAD_GONE, .a = (uint64_t)node };
+        cb_send(0, &g, NULL, 0, false);
         return rc;
+    }
     *t = tid;
     return 0;
+}
+
+int cables_thread_create(cables_thread_t *t, int node, void *(*fn)(void *), void *arg)
+{
+    return cb_thread_create(t, node, fn, arg, 0, false);
+}
+
+/* master: where the next thread runs.  A named node, or the attached node
+ * with the fewest running threads (the lowest number on a tie). */
+void cb_on_place(const cb_msg_t *m)
+{
+    int n = atomic_load(&cb.nnodes), want = (int)(int64_t)m->a, pick = -1;
+    if (want >= 0) {
+        pick = want < n ? want : -1;
+    } else {
+        pick = 0;
+        for (int k = 1; k < n; k++)
+            if (load[k] < load[pick])
+                pick = k;
+    }
+    if (pick >= 0)
+        load[pick]++;
+    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)pick };
+    cb_reply(m, &r, NULL, 0, false);
+}
+
+static void answer_idle(void)
+{
+    int total = 0;
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        total += load[k];
+    if (idle_waiting && total <= 1) { /* main itself */
+        idle_waiting = false;
+        cb_msg_t r = { .type = M_REPLY };
+        cb_reply(&idle_req, &r, NULL, 0, false);
+    }
+}
+
+void cb_on_thread_gone(const cb_msg_t *m)
+{
+    if (m->a < CB_MAX_NODES && load[m->a] > 0)
+        load[m->a]--;
+    answer_idle();
+}
+
+void cb_on_threads_idle(const cb_msg_t *m)
+{
+    idle_req = *m;
+    idle_waiting = true;
+    answer_idle();
+}
+
+void cb_threads_wait_all(void)
+{
+    cb_msg_t m = { .type = M_THREADS_IDLE };
+    cb_rpc(0, &m, NULL);
+}
+
+void cb_thread_main_start(void)
+{
+    load[0] = 1; /* main, on the master */
+    cb_tid = 0;
+    cb_thr = calloc(1, sizeof *cb_thr);
+    cb_app_thread = true;
 }
 
 void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
@@ -67,18 +158,30 @@ void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
     st->tid = m->a;
     st->fn = (void *(*)(void *))(uintptr_t)m->b;
     st->arg = (void *)(uintptr_t)m->c;
+    st->stack = (size_t)(m->d & ~(1ull << 63));
+    st->thr = calloc(1, sizeof *st->thr);
     th_t *t = calloc(1, sizeof *t);
     t->tid = m->a;
+    t->detached = m->d >> 63;
+    t->thr = st->thr;
     HASH_ADD(hh, threads, tid, sizeof t->tid, t);
-    pthread_t pt;
-    int rc = cb_thread_start(&pt, trampoline, st, true);
+    cb_thr_t *thr = st->thr;
+    int rc = cb_thread_start(&thr->sys, trampoline, st, true);
     if (rc) {
         HASH_DEL(threads, t);
         free(t);
+        free(thr);
         free(st);
     }
     cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)rc };
     cb_reply(m, &r, NULL, 0, false);
+}
+
+static void forget(th_t *t)
+{
+    HASH_DEL(threads, t);
+    free(t->thr);
+    free(t);
 }
 
 static void answer_join(th_t *t)
@@ -89,30 +192,38 @@ static void answer_join(th_t *t)
     void *n = cb_notices_encode(k, &len, NULL);
     cb_msg_t r = { .type = M_JOIN_REPLY, .a = t->ret };
     cb_reply(&t->joiner, &r, n, len, true);
-    HASH_DEL(threads, t);
-    free(t);
+    forget(t);
 }
 
 void cb_on_thread_exit(const cb_msg_t *m, const void *p, size_t len)
 {
     (void)p; (void)len;
+    cb_msg_t g = { .type = M_THREAD_GONE, .a = (uint64_t)cb.self };
+    cb_send(0, &g, NULL, 0, false);
     th_t *t;
     HASH_FIND(hh, threads, &m->a, sizeof m->a, t);
     if (!t)
         return;
     t->done = true;
     t->ret = m->b;
-    if (t->has_joiner)
+    if (t->detached)
+        forget(t);
+    else if (t->has_joiner)
         answer_join(t);
+}
+
+static void reply_rc(const cb_msg_t *m, int rc)
+{
+    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)rc };
+    cb_reply(m, &r, NULL, 0, false);
 }
 
 void cb_on_join(const cb_msg_t *m)
 {
     th_t *t;
     HASH_FIND(hh, threads, &m->a, sizeof m->a, t);
-    if (!t) {
-        cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)ESRCH };
-        cb_reply(m, &r, NULL, 0, false);
+    if (!t || t->detached || t->has_joiner) {
+        reply_rc(m, t ? EINVAL : ESRCH);
         return;
     }
     t->joiner = *m;
@@ -126,6 +237,8 @@ int cables_thread_join(cables_thread_t t, void **ret)
     int node = (int)(t >> 48);
     if (node >= atomic_load(&cb.nnodes))
         return ESRCH;
+    if (cb_app_thread && t == cb_tid)
+        return EDEADLK;
     cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_JOIN, .a = t };
     cb_call(node, &m, NULL, 0, w);
@@ -143,4 +256,67 @@ int cables_thread_join(cables_thread_t t, void **ret)
     if (ret)
         *ret = (void *)(uintptr_t)value;
     return 0;
+}
+
+/* M_DETACH a=tid */
+void cb_on_detach(const cb_msg_t *m)
+{
+    th_t *t;
+    HASH_FIND(hh, threads, &m->a, sizeof m->a, t);
+    int rc = !t ? ESRCH : t->detached || t->has_joiner ? EINVAL : 0;
+    if (!rc) {
+        t->detached = true;
+        if (t->done)
+            forget(t);
+    }
+    reply_rc(m, rc);
+}
+
+int cb_thread_detach(uint64_t t)
+{
+    int node = (int)(t >> 48);
+    if (node >= atomic_load(&cb.nnodes))
+        return ESRCH;
+    cb_msg_t m = { .type = M_DETACH, .a = t };
+    return (int)cb_rpc(node, &m, NULL);
+}
+
+/* M_CANCEL a=tid: glibc's cancellation state is set on the thread (its
+ * cancellation points act on it), and a runtime wait of the thread that is
+ * a cancellation point is woken. */
+void cb_on_cancel(const cb_msg_t *m)
+{
+    th_t *t;
+    HASH_FIND(hh, threads, &m->a, sizeof m->a, t);
+    if (!t || t->done) {
+        reply_rc(m, t ? 0 : ESRCH);
+        return;
+    }
+    static int (*libc_cancel)(pthread_t);
+    if (!libc_cancel)
+        libc_cancel = (int (*)(pthread_t))cb_libc("pthread_cancel");
+    int rc = libc_cancel(t->thr->sys);
+    if (!rc) {
+        atomic_store(&t->thr->cancel, 1);
+        cb_waiter_t *w = atomic_load(&t->thr->waiting);
+        if (w)
+            cb_futex_wake(&w->done);
+    }
+    reply_rc(m, rc);
+}
+
+int cb_thread_cancel(uint64_t t)
+{
+    int node = (int)(t >> 48);
+    if (node >= atomic_load(&cb.nnodes))
+        return ESRCH;
+    if (cb_app_thread && t == cb_tid && cb_thr) { /* itself: no message needed */
+        static int (*libc_cancel)(pthread_t);
+        if (!libc_cancel)
+            libc_cancel = (int (*)(pthread_t))cb_libc("pthread_cancel");
+        atomic_store(&cb_thr->cancel, 1);
+        return libc_cancel(pthread_self());
+    }
+    cb_msg_t m = { .type = M_CANCEL, .a = t };
+    return (int)cb_rpc(node, &m, NULL);
 }
