@@ -11,7 +11,7 @@ CFLAGS   := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -fPIC \
             -Ilibcables/include $(DEPS_CFLAGS) $(EXTRA_CFLAGS)
 CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_CFLAGS)
 
-LIB_SRCS := $(wildcard libcables/src/*.c)
+LIB_SRCS := $(wildcard libcables/src/*.c pthread_shim/src/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
 RUN      := $(BUILD)/bin/cables-run
@@ -33,7 +33,7 @@ MULTI     := $(BUILD)/tests/multinode_tests
 
 all: $(LIB) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE)
 
-$(BUILD)/libcables/src/%.o: libcables/src/%.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h
+$(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h pthread_shim/src/shim.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -234,6 +234,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_THREADS_IDLE: cb_on_threads_idle(m); break;
     case M_DETACH: cb_on_detach(m); break;
     case M_CANCEL: cb_on_cancel(m); break;
+    case M_KEY: cb_on_key(m); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;

@@ -198,6 +198,8 @@ enum { CB_LK_NORMAL = 0, CB_LK_RECURSIVE = 1, CB_LK_ERRORCHECK = 2 };
 int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline);
 int cb_lock_give(uint64_t key, uint64_t who, int kind); /* 0 or EPERM */
 uint32_t cb_lock_depth(uint64_t key, uint32_t depth); /* holder: set, return old */
+int cb_lock_kind(uint64_t key);  /* the kind this node knows, or -1 */
+void cb_lock_set_kind(uint64_t key, int kind);
 /* cond.c: wait on condition ckey releasing lock lkey; 0, ETIMEDOUT, or
  * ECANCELED (the thread was cancelled; the lock is held again) */
 int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline);
@@ -211,6 +213,12 @@ int cb_thread_detach(uint64_t t);
 int cb_thread_cancel(uint64_t t);
 void cb_thread_main_start(void);  /* the master's main thread becomes thread 0 */
 void cb_threads_wait_all(void);   /* master: until every other thread ended */
+/* the master's table of pthread keys: create (arg: destructor) returns the
+ * key, delete returns 0, dtor returns the destructor; -1 if no such key */
+enum { CB_KEY_CREATE, CB_KEY_DELETE, CB_KEY_DTOR };
+#define CB_KEYS_MAX (1u << 20)
+int64_t cb_key(int op, uint64_t arg);
+void cb_on_key(const cb_msg_t *m);
 
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);
@@ -250,6 +258,20 @@ void cb_numa_place(int local_rank);
 /* stats.c */
 extern cables_stats_t cb_stats;
 #define STAT_ADD(f, v) atomic_fetch_add_explicit((_Atomic uint64_t *)&cb_stats.f, (v), memory_order_relaxed)
+
+/* The runtime's own memory is private: libc's allocator by its own names,
+ * past the shim's malloc (which gives application threads shared memory). */
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void *__libc_memalign(size_t, size_t);
+void __libc_free(void *);
+#ifndef CB_DEFINES_MALLOC
+#define malloc __libc_malloc
+#define calloc __libc_calloc
+#define realloc __libc_realloc
+#define free __libc_free
+#endif
 
 /* ---- the per-node context ---- */
 typedef struct {

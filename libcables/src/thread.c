@@ -147,6 +147,7 @@ void cb_thread_main_start(void)
     load[0] = 1; /* main, on the master */
     cb_tid = 0;
     cb_thr = calloc(1, sizeof *cb_thr);
+    cb_thr->sys = ((pthread_t (*)(void))cb_libc("pthread_self"))();
     cb_app_thread = true;
 }
 
@@ -214,7 +215,7 @@ void cb_on_thread_exit(const cb_msg_t *m, const void *p, size_t len)
 
 static void reply_rc(const cb_msg_t *m, int rc)
 {
-    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)rc };
+    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)rc };
     cb_reply(m, &r, NULL, 0, false);
 }
 
@@ -315,8 +316,36 @@ int cb_thread_cancel(uint64_t t)
         if (!libc_cancel)
             libc_cancel = (int (*)(pthread_t))cb_libc("pthread_cancel");
         atomic_store(&cb_thr->cancel, 1);
-        return libc_cancel(pthread_self());
+        return libc_cancel(cb_thr->sys);
     }
     cb_msg_t m = { .type = M_CANCEL, .a = t };
     return (int)cb_rpc(node, &m, NULL);
+}
+
+/* ---- the master's key table (pthread keys): a key is its index, never
+ * reused; its destructor is a function address, the same on every node ---- */
+void cb_on_key(const cb_msg_t *m)
+{
+    static uint64_t *dtors; /* destructor + 1 (0: deleted), comm thread only */
+    static uint32_t nkeys;
+    int64_t r = -1;
+    if (!dtors && !(dtors = calloc(CB_KEYS_MAX, sizeof *dtors)))
+        cb_die("out of memory for the key table");
+    if (m->a == CB_KEY_CREATE && nkeys < CB_KEYS_MAX) {
+        dtors[nkeys] = m->b + 1;
+        r = nkeys++;
+    } else if (m->a == CB_KEY_DELETE && m->b < nkeys && dtors[m->b]) {
+        dtors[m->b] = 0;
+        r = 0;
+    } else if (m->a == CB_KEY_DTOR && m->b < nkeys && dtors[m->b]) {
+        r = (int64_t)(dtors[m->b] - 1);
+    }
+    cb_msg_t rep = { .type = M_REPLY, .a = (uint64_t)r };
+    cb_reply(m, &rep, NULL, 0, false);
+}
+
+int64_t cb_key(int op, uint64_t arg)
+{
+    cb_msg_t m = { .type = M_KEY, .a = (uint64_t)op, .b = arg };
+    return cb_rpc(0, &m, NULL);
 }
