@@ -6,7 +6,7 @@ CC       ?= cc
 CXX      ?= c++
 OPT      ?= -O2 -g
 DEPS_CFLAGS := $(shell pkg-config --cflags ucx ompi-c)
-DEPS_LIBS   := $(shell pkg-config --libs ucx ompi-c) -lnuma -ldl -lpthread
+DEPS_LIBS   := $(shell pkg-config --libs ucx ompi-c) -lmemkind -lnuma -ldl -lpthread
 CFLAGS   := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -fPIC \
             -Ilibcables/include $(DEPS_CFLAGS) $(EXTRA_CFLAGS)
 CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_CFLAGS)
@@ -14,6 +14,7 @@ CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_
 LIB_SRCS := $(wildcard libcables/src/*.c pthread_shim/src/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
+LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o
 RUN      := $(BUILD)/bin/cables-run
 CC_DRIVER := $(BUILD)/bin/cables-cc
 # how a program is linked against libcables (kept even if it names no symbol)
@@ -31,7 +32,7 @@ PT_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(PT_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
 MULTI     := $(BUILD)/tests/multinode_tests
 
-all: $(LIB) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE)
+all: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE)
 
 $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h pthread_shim/src/shim.h
 	@mkdir -p $(dir $@)
@@ -43,6 +44,10 @@ SAN_FLAGS = $(filter -fsanitize%,$(OPT))
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(SAN_FLAGS) -o $@ $^ $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
+
+$(BUILD)/lib/cables/%.o: libcables/link/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) -fPIC -c $< -o $@
 
 $(RUN): tools/cables-run
 	@mkdir -p $(dir $@)
@@ -65,7 +70,7 @@ $(BUILD)/native/%: $(BUILD)/obj/%.o
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -pthread $< -o $@ -lm
 
-$(PT_CABLES): $(BUILD)/%: $(BUILD)/obj/%.o $(CC_DRIVER) $(LIB)
+$(PT_CABLES): $(BUILD)/%: $(BUILD)/obj/%.o $(CC_DRIVER) $(LIB) $(LINK_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC_DRIVER) -pthread $< -o $@ -lm
 
@@ -101,7 +106,7 @@ test-sanitize:
 bench: all $(BENCHES)
 	CABLES_BUILD=$(abspath $(BUILD)) bench/run.sh
 
-install: $(LIB) $(RUN) $(CC_DRIVER)
+install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
 	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
 	install -m 644 libcables/include/cables.h $(PREFIX)/include/cables.h

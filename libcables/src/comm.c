@@ -235,6 +235,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_DETACH: cb_on_detach(m); break;
     case M_CANCEL: cb_on_cancel(m); break;
     case M_KEY: cb_on_key(m); break;
+    case M_HEAP_FREE: cb_on_heap_free(m); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;
@@ -339,6 +340,7 @@ void cb_comm_stop(void)
     if (!comm_tid)
         return;
     atomic_store(&comm_quit, true);
+    atomic_store(&cb.comm_down, true);
     uint64_t one = 1;
     if (write(evfd, &one, sizeof one) < 0) {}
     cb_thread_wait(comm_tid);

@@ -32,8 +32,18 @@ void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int 
     allocs[nallocs++] = (cb_alloc_t){ first, npages, pol, node, atomic_load(&cb.nnodes) };
 }
 
+static cb_alloc_t heaps; /* the heap arenas, above every other range */
+
+void cb_dir_add_heaps(void)
+{
+    heaps = (cb_alloc_t){ cb.heap_first, cb.heap_pages * CB_MAX_NODES, CABLES_POLICY_BLOCK,
+                          0, CB_MAX_NODES };
+}
+
 static const cb_alloc_t *find_alloc(uint64_t p)
 {
+    if (p >= cb.heap_first)
+        return heaps.npages ? &heaps : NULL;
     size_t lo = 0, hi = nallocs; /* ranges are handed out in increasing order */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;

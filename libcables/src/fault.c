@@ -26,6 +26,10 @@ enum { FETCH_RETRY = -2 };
 static int fetch(uint64_t p, int home)
 {
     uint64_t t0 = cb_now_ns();
+    if (atomic_load(&cb.comm_down))
+        cb_die("node %d: shared page %llu accessed after the node left the cluster (at exit, "
+               "after the runtime stopped); its data cannot be fetched", cb.self,
+               (unsigned long long)p);
     for (;;) {
         cb_waiter_t w = { .dst = cb_proto_page(p) };
         cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0 };

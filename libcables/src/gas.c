@@ -52,11 +52,9 @@ void cb_gas_init(void)
     cb.sums = reserve(cb.npages * sizeof *cb.sums);
     cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));
     cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));
-}
-
-bool cb_in_gas(uintptr_t a)
-{
-    return cb.app && a >= CB_GAS_BASE && a < CB_GAS_BASE + cb.cfg.gas_size;
+    /* the upper half: one heap arena per possible node (the shim's malloc) */
+    cb.heap_pages = cb.npages / 2 / CB_MAX_NODES;
+    cb.heap_first = cb.npages - cb.heap_pages * CB_MAX_NODES;
 }
 
 uint32_t cb_page_own(uint64_t p)
@@ -138,11 +136,25 @@ static uint64_t next_page; /* master only, comm thread only */
 
 static uint64_t alloc_pages(uint64_t npages)
 {
-    if (npages > cb.npages - next_page)
+    if (npages > cb.heap_first - next_page)
         return ~0ull;
     uint64_t first = next_page;
     next_page += npages;
     return first;
+}
+
+void cb_gas_reserve(uint64_t npages)
+{
+    uint64_t first = alloc_pages(npages);
+    cb_dir_add_alloc(first, npages, CABLES_POLICY_FIXED, 0);
+}
+
+int cb_heap_owner(uintptr_t a)
+{
+    if (a - CB_GAS_BASE >= cb.cfg.gas_size)
+        return -1;
+    uint64_t p = (a - CB_GAS_BASE) / cb.ps;
+    return p < cb.heap_first ? -1 : (int)((p - cb.heap_first) / cb.heap_pages);
 }
 
 void cb_on_alloc(const cb_msg_t *m)
@@ -154,7 +166,7 @@ void cb_on_alloc(const cb_msg_t *m)
     if (first != ~0ull && guard < npages)
         cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)m->c);
     cb_msg_t r = { .type = M_ALLOC_REPLY, .a = first,
-                   .b = (cb.npages - next_page) * cb.ps };
+                   .b = (cb.heap_first - next_page) * cb.ps };
     cb_reply(m, &r, NULL, 0, false);
 }
 

@@ -91,6 +91,7 @@ enum cb_msg_type {
     M_SPAWN, M_THREAD_EXIT, M_JOIN, M_JOIN_REPLY,
     M_MOVE, M_MOVE_PAGE, M_MOVE_DONE,
     M_LOCK_BUSY, M_PLACE, M_THREAD_GONE, M_THREADS_IDLE, M_DETACH, M_CANCEL, M_KEY,
+    M_HEAP_FREE,
     M_TYPES
 };
 /* M_FETCH b: how the request travels */
@@ -159,7 +160,10 @@ void cb_on_fetch(const cb_msg_t *m);
 
 /* ---- global address space (gas.c) ---- */
 void cb_gas_init(void);
-bool cb_in_gas(uintptr_t a);
+void cb_gas_reserve(uint64_t npages); /* master, at start: pages [0, npages) homed on it */
+void cb_statics_init(void);
+int cb_heap_owner(uintptr_t a); /* node of the heap arena holding a, or -1 */
+void cb_dir_add_heaps(void);    /* master: arena k homed on node k */
 /* Lock-free page ownership: take BUSY (sleeping while another has it). */
 uint32_t cb_page_own(uint64_t p);
 bool cb_page_try_own(uint64_t p, uint32_t *state); /* comm thread: never waits */
@@ -219,6 +223,7 @@ enum { CB_KEY_CREATE, CB_KEY_DELETE, CB_KEY_DTOR };
 #define CB_KEYS_MAX (1u << 20)
 int64_t cb_key(int op, uint64_t arg);
 void cb_on_key(const cb_msg_t *m);
+void cb_on_heap_free(const cb_msg_t *m); /* the shim's heap: a block of ours freed elsewhere */
 
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);
@@ -274,6 +279,7 @@ void __libc_free(void *);
 #endif
 
 /* ---- the per-node context ---- */
+typedef struct { uintptr_t lo, hi; uint64_t first; } cb_alias_t; /* statics.c */
 typedef struct {
     cb_config_t cfg;
     int self;
@@ -298,14 +304,44 @@ typedef struct {
     pid_t pids[CB_MAX_NODES];
     char hosts[CB_MAX_NODES][64];
     _Atomic bool stopping;
+    _Atomic bool comm_down; /* the communication thread has ended */
     _Atomic uint64_t diffs_out; /* diff records sent, not yet acknowledged */
+    /* the program's static data: GAS pages [0, nstatic) mapped at these ranges */
+    cb_alias_t alias[2];
+    int nalias;
+    uint64_t nstatic;
+    /* heap arenas: node k's is GAS pages heap_first + k * heap_pages, for heap_pages */
+    uint64_t heap_first, heap_pages;
 } cb_ctx_t;
 extern cb_ctx_t cb;
 
 static inline uint8_t *cb_proto_page(uint64_t p) { return cb.proto + p * cb.ps; }
-static inline uint8_t *cb_app_page(uint64_t p) { return cb.app + p * cb.ps; }
+static inline uint8_t *cb_app_page(uint64_t p)
+{
+    if (p < cb.nstatic)
+        for (int i = 0; i < cb.nalias; i++)
+            if (p - cb.alias[i].first < (cb.alias[i].hi - cb.alias[i].lo) / cb.ps)
+                return (uint8_t *)cb.alias[i].lo + (p - cb.alias[i].first) * cb.ps;
+    return cb.app + p * cb.ps;
+}
 static inline int cb_home_cached(uint64_t p) { return atomic_load(&cb.home[p]) - 1; }
 static inline void cb_home_set(uint64_t p, int node) { atomic_store(&cb.home[p], (int16_t)(node + 1)); }
-static inline uint64_t cb_page_of(uintptr_t a) { return (a - CB_GAS_BASE) / cb.ps; }
+static inline uint64_t cb_page_of(uintptr_t a)
+{
+    for (int i = 0; i < cb.nalias; i++)
+        if (a - cb.alias[i].lo < cb.alias[i].hi - cb.alias[i].lo)
+            return cb.alias[i].first + (a - cb.alias[i].lo) / cb.ps;
+    return (a - CB_GAS_BASE) / cb.ps;
+}
+/* in the GAS or the shared static data */
+static inline bool cb_in_gas(uintptr_t a)
+{
+    if (a - CB_GAS_BASE < cb.cfg.gas_size)
+        return cb.app != NULL;
+    for (int i = 0; i < cb.nalias; i++)
+        if (a - cb.alias[i].lo < cb.alias[i].hi - cb.alias[i].lo)
+            return true;
+    return false;
+}
 
 #endif

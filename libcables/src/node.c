@@ -83,6 +83,9 @@ void cb_node_start(int *argc, char ***argv)
         launched = size;
     }
     cb_gas_init();
+    cb_statics_init();
+    if (cb.self == 0)
+        cb_dir_add_heaps();
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     cb_numa_place(lr ? atoi(lr) : 0);
     cb_comm_start();
@@ -233,6 +236,7 @@ void cb_node_finish(void)
     if (done)
         return;
     done = true;
+    cb_app_thread = false; /* what follows (MPI's finalization too) is the runtime's */
     if (cb.self == 0) {
         int n = atomic_load(&cb.nnodes);
         for (int k = 1; k < n; k++) {

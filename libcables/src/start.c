@@ -62,11 +62,8 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     }
     app_main = main;
     cb_node_start(&argc, &argv);
-    if (cb.self != 0) {
-        if (rtld_fini)
-            atexit(rtld_fini); /* as glibc's start would have */
-        cb_node_serve(); /* does not return */
-    }
+    if (cb.self != 0)
+        cb_node_serve(); /* does not return; the program's destructors never run here */
     cb_thread_main_start();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

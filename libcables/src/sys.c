@@ -145,7 +145,10 @@ typedef int (*join_fn)(pthread_t, void **);
 
 void *cb_libc(const char *name)
 {
+    bool app = cb_app_thread;
+    cb_app_thread = false; /* what dlsym allocates is the runtime's */
     void *f = dlsym(RTLD_NEXT, name); /* libc's, past any interposer here */
+    cb_app_thread = app;
     if (!f)
         cb_die("cannot find libc's %s", name);
     return f;

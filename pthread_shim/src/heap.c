@@ -1,0 +1,259 @@
+/* heap.c: malloc and friends.  An application thread's allocation comes
+ * from the shared heap: each node has an arena in the GAS (a memkind
+ * "fixed" kind: jemalloc over a range we give it, chosen so that no
+ * allocator is written here), homed on that node.  A block freed on another
+ * node goes back to its owner, where an application thread of that node
+ * frees it at its next allocation (the communication thread never runs
+ * allocator code, which may fault).  Blocks of BIG bytes or more are GAS
+ * allocations of their own, with their size in a header page.  Everything
+ * else (the runtime's, UCX's, Open MPI's, libc before the node starts)
+ * comes from libc's allocator, and goes back to it by address. */
+#define CB_DEFINES_MALLOC
+#include <errno.h>
+#include <malloc.h>
+#include <memkind.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define BIG (32ul << 20)
+
+static memkind_t arena;
+static cb_mutex_t arena_mu = CB_MUTEX_INIT;
+static cb_mutex_t pend_mu = CB_MUTEX_INIT;
+static void **pend;             /* blocks of our arena freed elsewhere */
+static size_t npend, cappend;
+static _Atomic size_t pending;
+
+/* Allocator code runs as the runtime's: what it calls (malloc, pthread_*)
+ * goes to libc. */
+#define AS_RUNTIME(stmt) do { cb_app_thread = false; stmt; cb_app_thread = true; } while (0)
+
+static bool ours(void) { return cb_app_thread; }
+
+static memkind_t my_arena(void)
+{
+    if (arena)
+        return arena;
+    cb_mutex_lock(&arena_mu);
+    if (!arena) {
+        uint64_t first = cb.heap_first + (uint64_t)cb.self * cb.heap_pages;
+        for (uint64_t p = first; p < first + cb.heap_pages; p++)
+            cb_home_set(p, cb.self);
+        memkind_t k;
+        int rc;
+        AS_RUNTIME(rc = memkind_create_fixed(cb_app_page(first), cb.heap_pages * cb.ps, &k));
+        if (rc)
+            cb_die("node %d: cannot create the shared heap arena (memkind error %d)", cb.self, rc);
+        arena = k;
+    }
+    cb_mutex_unlock(&arena_mu);
+    return arena;
+}
+
+static void drain(void)
+{
+    if (!atomic_load_explicit(&pending, memory_order_relaxed))
+        return;
+    cb_mutex_lock(&pend_mu);
+    void **list = pend;
+    size_t n = npend;
+    pend = NULL;
+    npend = cappend = 0;
+    atomic_store(&pending, 0);
+    cb_mutex_unlock(&pend_mu);
+    memkind_t k = my_arena();
+    AS_RUNTIME(for (size_t i = 0; i < n; i++) memkind_free(k, list[i]));
+    __libc_free(list);
+}
+
+void cb_on_heap_free(const cb_msg_t *m)
+{
+    cb_mutex_lock(&pend_mu);
+    if (npend == cappend) {
+        cappend = cappend ? cappend * 2 : 64;
+        pend = __libc_realloc(pend, cappend * sizeof *pend);
+        if (!pend)
+            cb_die("node %d: out of memory for the heap's free list", cb.self);
+    }
+    pend[npend++] = (void *)(uintptr_t)m->a;
+    atomic_store(&pending, npend);
+    cb_mutex_unlock(&pend_mu);
+}
+
+/* ---- big blocks: [header page: size][data...] ---- */
+static void *big_alloc(size_t n, size_t align)
+{
+    size_t ps = cb.ps, pad = align > ps ? align : ps;
+    if (n > SIZE_MAX - 2 * pad)
+        return NULL;
+    uint8_t *b = cables_alloc(n + 2 * pad);
+    if (!b)
+        return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)b + pad + pad - 1) / pad * pad);
+    if ((size_t)(p - b) < ps)
+        p += pad;
+    ((size_t *)(p - ps))[0] = n;
+    return p;
+}
+
+static size_t block_size(void *p)
+{
+    int o = cb_heap_owner((uintptr_t)p);
+    if (o < 0)
+        return ((size_t *)((uint8_t *)p - cb.ps))[0];
+    if (o == cb.self) {
+        size_t n;
+        AS_RUNTIME(n = memkind_malloc_usable_size(my_arena(), p));
+        return n;
+    }
+    return 0; /* another node's arena: its metadata is not here */
+}
+
+static void *heap_alloc(size_t n, size_t align)
+{
+    drain();
+    void *p = NULL;
+    if (n < BIG) {
+        memkind_t k = my_arena();
+        if (align)
+            AS_RUNTIME(if (memkind_posix_memalign(k, &p, align, n)) p = NULL);
+        else
+            AS_RUNTIME(p = memkind_malloc(k, n ? n : 1));
+    }
+    if (!p) /* big, or the arena is full */
+        p = big_alloc(n, align);
+    if (!p)
+        errno = ENOMEM;
+    return p;
+}
+
+static void heap_free(void *p)
+{
+    int o = cb_heap_owner((uintptr_t)p);
+    if (o < 0) {
+        cables_free((uint8_t *)p - cb.ps);
+    } else if (o == cb.self) {
+        drain();
+        memkind_t k = my_arena();
+        AS_RUNTIME(memkind_free(k, p));
+    } else {
+        cb_msg_t m = { .type = M_HEAP_FREE, .a = (uintptr_t)p };
+        cb_send(o, &m, NULL, 0, false);
+    }
+}
+
+void *malloc(size_t n)
+{
+    return ours() ? heap_alloc(n, 0) : __libc_malloc(n);
+}
+
+void free(void *p)
+{
+    if (!p)
+        return;
+    if (cb_in_gas((uintptr_t)p))
+        heap_free(p);
+    else
+        __libc_free(p);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    if (!ours())
+        return __libc_calloc(n, size);
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = heap_alloc(n * size, 0);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *realloc(void *p, size_t n)
+{
+    if (!p)
+        return malloc(n);
+    if (!cb_in_gas((uintptr_t)p)) {
+        if (!ours())
+            return __libc_realloc(p, n);
+        void *q = heap_alloc(n, 0); /* a private block becomes shared */
+        if (q) {
+            size_t old = REAL(malloc_usable_size)(p);
+            memcpy(q, p, old < n ? old : n);
+            __libc_free(p);
+        }
+        return q;
+    }
+    if (n == 0) {
+        free(p);
+        return NULL;
+    }
+    int o = cb_heap_owner((uintptr_t)p);
+    if (o == cb.self && n < BIG) {
+        void *q;
+        memkind_t k = my_arena();
+        AS_RUNTIME(q = memkind_realloc(k, p, n));
+        if (q)
+            return q;
+    }
+    size_t old = block_size(p);
+    if (old == 0) /* another node's block, whose size only its owner knows: copy */
+        old = n;  /* n bytes (those past its end are indeterminate, as realloc allows) */
+    void *q = heap_alloc(n, 0);
+    if (q) {
+        memcpy(q, p, old < n ? old : n);
+        free(p);
+    }
+    return q;
+}
+
+int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (!ours())
+        return (*out = __libc_memalign(align, n)) ? 0 : ENOMEM;
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    void *p = heap_alloc(n, align);
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+    if (!ours())
+        return __libc_memalign(align, n);
+    void *p = NULL;
+    int rc = posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n);
+    if (rc)
+        errno = rc;
+    return p;
+}
+
+void *reallocarray(void *p, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, n * size);
+}
+
+void *memalign(size_t align, size_t n) { return aligned_alloc(align, n); }
+
+void *valloc(size_t n) { return aligned_alloc((size_t)sysconf(_SC_PAGESIZE), n); }
+
+size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (!cb_in_gas((uintptr_t)p))
+        return REAL(malloc_usable_size)(p);
+    return block_size(p);
+}
