@@ -31,12 +31,7 @@ static cv_t *cv_get(uint64_t key)
 /* a cancellation glibc would act on now (not disabled) */
 static bool cancelled(void)
 {
-    if (!cb_app_thread || !cb_thr || !atomic_load(&cb_thr->cancel))
-        return false;
-    int old;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    pthread_setcancelstate(old, &old);
-    return old == PTHREAD_CANCEL_ENABLE;
+    return cb_app_thread && cb_thr && atomic_load(&cb_thr->cancel) && !cb_thr->cancel_off;
 }
 
 int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)

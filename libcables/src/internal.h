@@ -71,6 +71,7 @@ bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline_ns);
 typedef struct {
     pthread_t sys;                 /* glibc's thread running it */
     _Atomic int cancel;            /* a cancellation was asked */
+    bool cancel_off;               /* the thread disabled cancellation (its own state) */
     cb_waiter_t *_Atomic waiting;  /* its cancellable runtime wait, if any */
 } cb_thr_t;
 extern __thread uint64_t cb_tid CB_TLS;   /* this thread's cluster id */

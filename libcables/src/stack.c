@@ -90,8 +90,8 @@ static void entry(void)
     if (__sigsetjmp_cancel(ub.__cancel_jmp_buf, 0)) {
         struct run *r = running; /* locals are gone after the jump */
         __pthread_unregister_cancel(&ub);
-        int old;
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* it is ending */
+        int old; /* it is ending: glibc's own call, not the shim's */
+        ((int (*)(int, int *))cb_libc("pthread_setcancelstate"))(PTHREAD_CANCEL_DISABLE, &old);
         r->ret = r->exited ? r->exit_value : PTHREAD_CANCELED;
     } else {
         __pthread_register_cancel(&ub);

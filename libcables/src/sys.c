@@ -86,7 +86,7 @@ bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline)
     if (atomic_compare_exchange_strong(&w->done, &v, 2) || v != 1) {
         while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
             uint64_t now = cb_now_ns();
-            if (atomic_load(&t->cancel) || now >= deadline) {
+            if ((atomic_load(&t->cancel) && !t->cancel_off) || now >= deadline) {
                 done = false;
                 break;
             }

@@ -14,6 +14,7 @@
 #include <memkind.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -39,9 +40,14 @@ static memkind_t my_arena(void)
         return arena;
     cb_mutex_lock(&arena_mu);
     if (!arena) {
+        /* home pages no other node has fetched: writable without faults, so
+         * that system calls (read into a fresh buffer) find them present */
         uint64_t first = cb.heap_first + (uint64_t)cb.self * cb.heap_pages;
-        for (uint64_t p = first; p < first + cb.heap_pages; p++)
+        for (uint64_t p = first; p < first + cb.heap_pages; p++) {
             cb_home_set(p, cb.self);
+            atomic_store(&cb.pst[p], PG_RW);
+        }
+        cb_page_protect(first, cb.heap_pages, PROT_READ | PROT_WRITE);
         memkind_t k;
         int rc;
         AS_RUNTIME(rc = memkind_create_fixed(cb_app_page(first), cb.heap_pages * cb.ps, &k));

@@ -63,6 +63,15 @@ int pthread_cancel(pthread_t t)
     return cb_thread_cancel(t & ~TID_TAG);
 }
 
+/* glibc keeps the state; the runtime's cancellable waits need to know it */
+int pthread_setcancelstate(int state, int *old)
+{
+    int rc = REAL(pthread_setcancelstate)(state, old);
+    if (!rc && cb_app_thread && cb_thr)
+        cb_thr->cancel_off = state == PTHREAD_CANCEL_DISABLE;
+    return rc;
+}
+
 /* ---- once: a cluster lock on the control word's address guards it ---- */
 #define ONCE_DONE 0x4f4e4345 /* "ONCE" */
 

@@ -22,7 +22,7 @@
  *     recursive holder locks 3 times (the third by trylock) and releases in
  *     two steps, the mutex staying busy until the last unlock; once the
  *     holder released it trylock and timedlock succeed at once.
- *  4. Stress: 4 threads x 20000 increments of a shared counter under a
+ *  4. Stress: 4 threads x 2000 increments of a shared counter under a
  *     normal mutex, a recursive mutex locked twice per increment, and a
  *     trylock/sched_yield retry loop: exactly 80000 each.
  *  5. pthread_mutex_destroy of an unlocked mutex returns 0 (all of them).
@@ -214,7 +214,7 @@ static void test_held(pthread_mutex_t *m, enum kind k, const char *prefix, int t
 /* ---- 4. stress --------------------------------------------------------- */
 
 #define NSTRESS 4
-#define ITERS 20000
+#define ITERS 2000
 
 enum mode { M_LOCK, M_LOCK_TWICE, M_TRYLOCK };
 

@@ -16,7 +16,7 @@
  *     lock, 2 readers x 5000 reads under the read lock always see them
  *     equal; both end at 10000.  Destroy returns 0.
  * Spin locks:
- *  4. pthread_spin_init(PTHREAD_PROCESS_PRIVATE); 4 threads x 20000
+ *  4. pthread_spin_init(PTHREAD_PROCESS_PRIVATE); 4 threads x 2000
  *     increments under lock/unlock give exactly 80000.
  *  5. pthread_spin_trylock while a created thread holds it returns EBUSY;
  *     after release it succeeds.  Destroy returns 0.
@@ -146,7 +146,7 @@ static void test_writer_excludes(void)
     gate_destroy(&w.g);
 }
 
-#define RW_ITERS 5000
+#define RW_ITERS 1000
 
 static pthread_rwlock_t rws;
 static long rw_a, rw_b; /* under rws */
@@ -209,7 +209,7 @@ static void test_rw_stress(void)
 /* ==== spin locks ====================================================== */
 
 #define SPIN_THREADS 4
-#define SPIN_ITERS 20000
+#define SPIN_ITERS 2000
 
 static pthread_spinlock_t spin;
 static long spin_counter; /* under spin */
