@@ -97,7 +97,7 @@ test: all $(UNIT) $(MULTI)
 # The same tests with AddressSanitizer and UndefinedBehaviorSanitizer, in
 # their own build directory; any report fails the run.
 SAN_OPT := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-SAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+SAN_ENV := CABLES_SANITIZE=1 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test-sanitize:
 	$(MAKE) BUILD=build-san OPT="$(SAN_OPT)" all build-san/tests/unit_tests build-san/tests/multinode_tests
 	$(SAN_ENV) build-san/tests/unit_tests
