@@ -62,7 +62,7 @@ $(BUILD)/progs/%: tests/progs/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $< -o $@ $(LINK_CABLES)
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(wildcard apps/*.h tests/posix/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -pthread -c $< -o $@
 

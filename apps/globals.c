@@ -45,39 +45,19 @@
 
 static const char *prog = "globals";
 
-static void pt_fail(const char *what, int rc)
-{
-    fprintf(stderr, "%s: %s failed: %s\n", prog, what, strerror(rc));
-    exit(1);
-}
-
-#define PT(call) do { int rc_ = (call); if (rc_ != 0) pt_fail(#call, rc_); } while (0)
-
-static void barrier_wait(pthread_barrier_t *b)
-{
-    int rc = pthread_barrier_wait(b);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
-        pt_fail("pthread_barrier_wait", rc);
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: %s [THREADS]  (THREADS 1..%d, default %ld)\n",
             prog, MAX_THREADS, DEFAULT_THREADS);
 }
 
-static long parse_arg(const char *s, const char *name, long min, long max)
+#include "app.h"
+
+static void barrier_wait(pthread_barrier_t *b)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "%s: invalid %s '%s': expected an integer in %ld..%ld\n",
-                prog, name, s, min, max);
-        usage();
-        exit(2);
-    }
-    return v;
+    int rc = pthread_barrier_wait(b);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+        pt_fail("pthread_barrier_wait", rc);
 }
 
 /* .data */

@@ -38,14 +38,6 @@
 
 static const char *prog = "pipeline";
 
-static void pt_fail(const char *what, int rc)
-{
-    fprintf(stderr, "%s: %s failed: %s\n", prog, what, strerror(rc));
-    exit(1);
-}
-
-#define PT(call) do { int rc_ = (call); if (rc_ != 0) pt_fail(#call, rc_); } while (0)
-
 static void usage(void)
 {
     fprintf(stderr, "usage: %s [ITEMS [STAGES]]  (ITEMS 0..%ld, default %ld; "
@@ -53,19 +45,7 @@ static void usage(void)
             prog, MAX_ITEMS, DEFAULT_ITEMS, MAX_STAGES, DEFAULT_STAGES);
 }
 
-static long parse_arg(const char *s, const char *name, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "%s: invalid %s '%s': expected an integer in %ld..%ld\n",
-                prog, name, s, min, max);
-        usage();
-        exit(2);
-    }
-    return v;
-}
+#include "app.h"
 
 static void *xmalloc(size_t n)
 {

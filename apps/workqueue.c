@@ -39,14 +39,6 @@
 
 static const char *prog = "workqueue";
 
-static void pt_fail(const char *what, int rc)
-{
-    fprintf(stderr, "%s: %s failed: %s\n", prog, what, strerror(rc));
-    exit(1);
-}
-
-#define PT(call) do { int rc_ = (call); if (rc_ != 0) pt_fail(#call, rc_); } while (0)
-
 static void usage(void)
 {
     fprintf(stderr, "usage: %s [ROUNDS [TASKS]]  (ROUNDS 1..%ld, default %ld; "
@@ -54,19 +46,7 @@ static void usage(void)
             prog, MAX_ROUNDS, DEFAULT_ROUNDS, MAX_TASKS, DEFAULT_TASKS);
 }
 
-static long parse_arg(const char *s, const char *name, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "%s: invalid %s '%s': expected an integer in %ld..%ld\n",
-                prog, name, s, min, max);
-        usage();
-        exit(2);
-    }
-    return v;
-}
+#include "app.h"
 
 struct task {
     uint32_t round;

@@ -75,49 +75,42 @@ void cb_waiter_wait_pending(cb_waiter_t *w)
         cb_futex_wait(&w->pending, v);
 }
 
-bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline)
-{
-    cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
-    if (!t)
-        return cb_waiter_wait_until(w, deadline);
-    atomic_store(&t->waiting, w);
-    uint32_t v = 0;
-    bool done = true;
-    if (atomic_compare_exchange_strong(&w->done, &v, 2) || v != 1) {
-        while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
-            uint64_t now = cb_now_ns();
-            if ((atomic_load(&t->cancel) && !t->cancel_off) || now >= deadline) {
-                done = false;
-                break;
-            }
-            struct timespec ts, *tp = NULL;
-            if (deadline != UINT64_MAX) {
-                ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
-                ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
-                tp = &ts;
-            }
-            syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, tp, NULL, 0);
-        }
-    }
-    atomic_store(&t->waiting, NULL);
-    return done;
-}
-
-/* false when the timeout (absolute, CLOCK_MONOTONIC ns) passed first */
-bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)
+/* Sleep until w is done (true), the deadline passes (false; UINT64_MAX:
+ * none) or, with t, t's cancellation is asked and enabled (false). */
+static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)
 {
     uint32_t v = 0;
     if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
         return true;
     while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
         uint64_t now = cb_now_ns();
-        if (now >= deadline)
+        if ((t && atomic_load(&t->cancel) && !t->cancel_off) || now >= deadline)
             return false;
-        struct timespec ts = { (time_t)((deadline - now) / 1000000000ull),
-                               (long)((deadline - now) % 1000000000ull) };
-        syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, &ts, NULL, 0);
+        struct timespec ts, *tp = NULL;
+        if (deadline != UINT64_MAX) {
+            ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
+            ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
+            tp = &ts;
+        }
+        syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, tp, NULL, 0);
     }
     return true;
+}
+
+bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)
+{
+    return wait_done(w, deadline, NULL);
+}
+
+bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline)
+{
+    cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
+    if (t)
+        atomic_store(&t->waiting, w); /* where a cancellation wakes it */
+    bool done = wait_done(w, deadline, t);
+    if (t)
+        atomic_store(&t->waiting, NULL);
+    return done;
 }
 
 /* Drepper's three-state futex mutex ("Futexes are tricky", mutex 2). */

@@ -282,6 +282,14 @@ int cb_thread_detach(uint64_t t)
     return (int)cb_rpc(node, &m, NULL);
 }
 
+static int libc_cancel(pthread_t t)
+{
+    static int (*cancel)(pthread_t);
+    if (!cancel)
+        cancel = (int (*)(pthread_t))cb_libc("pthread_cancel");
+    return cancel(t);
+}
+
 /* M_CANCEL a=tid: glibc's cancellation state is set on the thread (its
  * cancellation points act on it), and a runtime wait of the thread that is
  * a cancellation point is woken. */
@@ -293,9 +301,6 @@ void cb_on_cancel(const cb_msg_t *m)
         reply_rc(m, t ? 0 : ESRCH);
         return;
     }
-    static int (*libc_cancel)(pthread_t);
-    if (!libc_cancel)
-        libc_cancel = (int (*)(pthread_t))cb_libc("pthread_cancel");
     int rc = libc_cancel(t->thr->sys);
     if (!rc) {
         atomic_store(&t->thr->cancel, 1);
@@ -312,9 +317,6 @@ int cb_thread_cancel(uint64_t t)
     if (node >= atomic_load(&cb.nnodes))
         return ESRCH;
     if (cb_app_thread && t == cb_tid && cb_thr) { /* itself: no message needed */
-        static int (*libc_cancel)(pthread_t);
-        if (!libc_cancel)
-            libc_cancel = (int (*)(pthread_t))cb_libc("pthread_cancel");
         atomic_store(&cb_thr->cancel, 1);
         return libc_cancel(cb_thr->sys);
     }
