@@ -73,6 +73,7 @@ typedef struct {
     uint64_t barriers, barrier_wait_ns;
     uint64_t dir_lookups, homes_owned, homes_moved;
     uint64_t msgs_sent, bytes_sent;
+    uint64_t nodes_attached, attach_ns, nodes_detached; /* the master's */
 } cables_stats_t;
 void cables_stats_get(cables_stats_t *s);
 void cables_stats_print(void);

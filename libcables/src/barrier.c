@@ -1,5 +1,5 @@
-/* barrier.c: a combining-tree barrier over the nodes (node i's parent is
- * (i-1)/2).  Arrivals are counted up the tree, each report carrying the
+/* barrier.c: a combining-tree barrier over the launched nodes (node i's
+ * parent is (i-1)/2); nodes attached later are children of the master.  Arrivals are counted up the tree, each report carrying the
  * write notices its subtree made since the last barrier; the release comes
  * down the tree with all of them.  Entry is a release, exit an acquire.
  * State lives in the communication thread. */
@@ -14,7 +14,7 @@ typedef struct bar_waiter { struct bar_waiter *next; cb_waiter_t *w; } bar_waite
 typedef struct {
     uint64_t key;
     uint32_t count, arrived; /* arrived: counted here, not yet reported up */
-    uint8_t kids;            /* children that reported this round (bit 0: 2i+1, bit 1: 2i+2) */
+    uint64_t kids;           /* children that reported this round (bit k: node k) */
     bar_waiter_t *waiters;
     UT_hash_handle hh;
 } bar_t;
@@ -64,16 +64,24 @@ int cb_barrier_wait(cables_barrier_t *b)
 /* The round's serial thread (PTHREAD_BARRIER_SERIAL_THREAD): the root's
  * first waiter, or, if the root has none, one found down the tree through
  * the children that reported arrivals. */
+static void release_to(bar_t *s, int c, const void *notices, size_t len, bool *serial)
+{
+    bool mine = *serial && s->kids >> c & 1;
+    if (mine)
+        *serial = false;
+    cb_msg_t r = { .type = M_BAR_RELEASE, .a = s->key, .c = mine };
+    cb_send(c, &r, notices, len, false);
+}
+
 static void release_down(bar_t *s, const void *notices, size_t len, bool serial)
 {
-    int n = atomic_load(&cb.nnodes);
-    for (int i = 0, c = 2 * cb.self + 1; i < 2 && c < n; i++, c++) {
-        bool mine = serial && s->kids & (1u << i);
-        if (mine)
-            serial = false;
-        cb_msg_t r = { .type = M_BAR_RELEASE, .a = s->key, .c = mine };
-        cb_send(c, &r, notices, len, false);
-    }
+    if (cb.self < cb.launched)
+        for (int c = 2 * cb.self + 1; c <= 2 * cb.self + 2 && c < cb.launched; c++)
+            release_to(s, c, notices, len, &serial);
+    if (cb.self == 0)
+        for (int c = cb.launched; c < atomic_load(&cb.nnodes); c++)
+            if (cb_node_up(c))
+                release_to(s, c, notices, len, &serial);
     s->kids = 0;
 }
 
@@ -106,7 +114,7 @@ void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
         s->waiters = x;
     }
     if (m->src != cb.self)
-        s->kids |= m->src == 2 * cb.self + 1 ? 1 : 2;
+        s->kids |= 1ull << m->src;
     if (len)
         cb_notices_merge(p, len, NULL);
     s->count = (uint32_t)m->b;
@@ -116,7 +124,7 @@ void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
         void *n = cb_notices_encode(base, &nl, NULL);
         cb_msg_t up = { .type = M_BAR_ARRIVE, .a = m->a, .b = m->b, .c = s->arrived };
         s->arrived = 0;
-        cb_send((cb.self - 1) / 2, &up, n, nl, true);
+        cb_send(cb.self < cb.launched ? (cb.self - 1) / 2 : 0, &up, n, nl, true);
         return;
     }
     if (s->arrived < s->count)

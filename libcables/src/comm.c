@@ -194,6 +194,13 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
 
 void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
 {
+    /* before the table, only the master speaks to us; a node that learnt
+     * of us first waits (it may need an answer, or we may need its address) */
+    if (cb.self != 0 && !cb_node_joined() && m->src != 0 && m->src != cb.self) {
+        if (m->type != M_HEARTBEAT)
+            cb_defer(m, p, len);
+        return;
+    }
     switch (m->type) {
     case M_HELLO: cb_on_hello(m, p, len); break;
     case M_TABLE: cb_on_table(m, p, len); break;
@@ -236,6 +243,8 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_CANCEL: cb_on_cancel(m); break;
     case M_KEY: cb_on_key(m); break;
     case M_HEAP_FREE: cb_on_heap_free(m); break;
+    case M_TABLE_ACK: cb_on_table_ack(m); break;
+    case M_ATTACH_FAILED: cb_on_attach_failed(m); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;

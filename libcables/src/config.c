@@ -77,6 +77,18 @@ static const char *env(const char *name)
     return v && *v ? v : NULL;
 }
 
+/* a whole number in [lo, hi], nothing else */
+static int whole(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(s, &end, 10);
+    if (*s < '0' || *s > '9' || errno || *end || n < lo || n > hi)
+        return -1;
+    *out = (int)n;
+    return 0;
+}
+
 void cb_config_load(cb_config_t *c)
 {
     const char *v;
@@ -123,4 +135,14 @@ void cb_config_load(cb_config_t *c)
         if (end == v || *end || !(c->dead_timeout >= 0.5 && c->dead_timeout <= 3600))
             cb_die("CABLES_DEAD_TIMEOUT='%s' must be a number of seconds in [0.5, 3600]", v);
     }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    c->threads_per_node = cores > 0 ? (int)cores : 1;
+    if ((v = env("CABLES_THREADS_PER_NODE")) &&
+        whole(v, 1, 1 << 20, &c->threads_per_node))
+        cb_die("CABLES_THREADS_PER_NODE='%s' must be a whole number of threads from 1 to %d",
+               v, 1 << 20);
+    c->max_nodes = 0;
+    if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
+        cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,
+               CB_MAX_NODES);
 }

@@ -92,7 +92,7 @@ enum cb_msg_type {
     M_SPAWN, M_THREAD_EXIT, M_JOIN, M_JOIN_REPLY,
     M_MOVE, M_MOVE_PAGE, M_MOVE_DONE,
     M_LOCK_BUSY, M_PLACE, M_THREAD_GONE, M_THREADS_IDLE, M_DETACH, M_CANCEL, M_KEY,
-    M_HEAP_FREE,
+    M_HEAP_FREE, M_TABLE_ACK, M_ATTACH_FAILED,
     M_TYPES
 };
 /* M_FETCH b: how the request travels */
@@ -229,6 +229,8 @@ void cb_on_heap_free(const cb_msg_t *m); /* the shim's heap: a block of ours fre
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);
 void cb_on_place(const cb_msg_t *m);
+/* master: node k is attached (ok) or failed: answer the placements on it */
+void cb_place_attached(int k, bool ok);
 void cb_on_thread_gone(const cb_msg_t *m);
 void cb_on_threads_idle(const cb_msg_t *m);
 void cb_on_detach(const cb_msg_t *m);
@@ -252,6 +254,14 @@ void cb_node_serve(void);   /* non-master nodes: serve until shutdown */
 void cb_node_finish(void);
 void cb_on_hello(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_table(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_table_ack(const cb_msg_t *m);
+void cb_on_attach_failed(const cb_msg_t *m);
+bool cb_node_joined(void);     /* this node has the node table */
+bool cb_node_up(int k);        /* node k is in the table (attached, not gone) */
+bool cb_node_attaching(int k); /* master: node k is being attached */
+/* master comm thread: start attaching a node (MPI_Comm_spawn on the attach
+ * thread); its number, or -1 when CABLES_MAX_NODES nodes are there */
+int cb_node_attach(void);
 void cb_on_shutdown(const cb_msg_t *m);
 void cb_on_bye(const cb_msg_t *m);
 void cb_heard_from(int node);
@@ -284,7 +294,8 @@ typedef struct { uintptr_t lo, hi; uint64_t first; } cb_alias_t; /* statics.c */
 typedef struct {
     cb_config_t cfg;
     int self;
-    _Atomic int nnodes;
+    _Atomic int nnodes;  /* node numbers in use: [0, nnodes) (some may be gone) */
+    int launched;        /* nodes [0, launched) were started by the launcher */
     bool multi;          /* started by the launcher (MPI) */
     size_t ps;           /* page size */
     uint64_t npages;

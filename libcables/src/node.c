@@ -1,8 +1,10 @@
 /* node.c: a node's life: start (MPI for process management and the first
- * address exchange), joining the master's node table over UCX, liveness of
- * peers, and shutdown.  Only this file's start and finish make MPI calls,
- * from the main thread. */
+ * address exchange), joining the master's node table over UCX, nodes
+ * attached on demand, liveness of peers, and shutdown.  MPI is called by
+ * the main thread at start and finish, and in between by the master's
+ * attach thread alone (MPI_THREAD_SERIALIZED). */
 #include <errno.h>
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +16,19 @@
 static cb_waiter_t joined;     /* the node table has arrived */
 static cb_waiter_t shutdown_w; /* non-master: the master said stop */
 static cb_waiter_t exit_w;     /* non-master: every node has stopped: exit */
-static int launched = 1;       /* nodes started by the launcher */
-static int hellos;             /* master: nodes that said hello */
+static int hellos;             /* master: launched nodes that said hello */
 static cb_msg_t *hello_req[CB_MAX_NODES];
 static _Atomic int byes;
 static bool said_bye[CB_MAX_NODES]; /* comm thread only */
 static uint64_t last_heard[CB_MAX_NODES];
-static bool table_ready;
+static _Atomic bool table_ready;
+
+/* what this node knows of each node number (a number is never reused) */
+enum { NS_NONE, NS_ATTACHING, NS_UP, NS_GONE };
+static _Atomic uint8_t state[CB_MAX_NODES];
+
+bool cb_node_up(int k) { return k >= 0 && k < CB_MAX_NODES && atomic_load(&state[k]) == NS_UP; }
+bool cb_node_attaching(int k) { return atomic_load(&state[k]) == NS_ATTACHING; }
 
 typedef struct {
     int32_t node, pid;
@@ -63,6 +71,139 @@ static void add_node(const cb_node_info_t *i)
     if (i->node != cb.self)
         cb_xport_add_peer(i->node, i + 1, i->addr_len);
     last_heard[i->node] = cb_now_ns();
+    atomic_store(&state[i->node], NS_UP);
+    int n = atomic_load(&cb.nnodes);
+    while (n <= i->node && !atomic_compare_exchange_weak(&cb.nnodes, &n, i->node + 1))
+        ;
+}
+
+/* ---- attach on demand (master): its attach thread spawns the node
+ * process, sends it its number and the master's address over the new
+ * intercommunicator; the node then says hello over UCX like a launched one ---- */
+static MPI_Comm inter[CB_MAX_NODES]; /* attach thread, then main at finish */
+static MPI_Comm parent = MPI_COMM_NULL; /* an attached node: its link to the master */
+static char spawn_exe[PATH_MAX];
+static char **spawn_argv;
+static cb_node_info_t *master_info;
+static size_t master_info_len;
+static pthread_t attach_tid;
+static cb_mutex_t attach_mu = CB_MUTEX_INIT;
+static _Atomic uint32_t attach_word; /* bumped for each request (futex) */
+static int attach_q[CB_MAX_NODES], attach_qn; /* node numbers to spawn, under attach_mu */
+static bool attach_quit;
+static int next_number; /* master comm thread: the number of the next attached node */
+static uint64_t attach_t0[CB_MAX_NODES];
+static int table_acks[CB_MAX_NODES]; /* nodes yet to learn of an attached one */
+
+static void spawn_node(int k)
+{
+    MPI_Comm ic;
+    int err = MPI_SUCCESS;
+    int rc = MPI_Comm_spawn(spawn_exe, spawn_argv, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &ic, &err);
+    if (rc == MPI_SUCCESS && err == MPI_SUCCESS) {
+        uint64_t hdr[3] = { (uint64_t)k, (uint64_t)cb.launched, master_info_len };
+        rc = MPI_Send(hdr, 3, MPI_UINT64_T, 0, 0, ic);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Send(master_info, (int)master_info_len, MPI_BYTE, 0, 0, ic);
+        inter[k] = ic;
+    }
+    if (rc != MPI_SUCCESS || err != MPI_SUCCESS) {
+        char why[MPI_MAX_ERROR_STRING] = "";
+        int wl;
+        MPI_Error_string(rc != MPI_SUCCESS ? rc : err, why, &wl);
+        fprintf(stderr, "cables: node 0: could not attach node %d (MPI_Comm_spawn: %s); its "
+                "threads go to the nodes there are\n", k, why);
+        cb_msg_t f = { .type = M_ATTACH_FAILED, .a = (uint64_t)k };
+        cb_send(0, &f, NULL, 0, false);
+    }
+}
+
+static void *attach_main(void *unused)
+{
+    (void)unused;
+    for (;;) {
+        uint32_t w = atomic_load(&attach_word);
+        cb_mutex_lock(&attach_mu);
+        int k = attach_qn ? attach_q[0] : -1;
+        if (attach_qn)
+            memmove(attach_q, attach_q + 1, sizeof attach_q[0] * (size_t)--attach_qn);
+        bool quit = attach_quit;
+        cb_mutex_unlock(&attach_mu);
+        if (k >= 0)
+            spawn_node(k);
+        else if (quit)
+            return NULL;
+        else
+            cb_futex_wait(&attach_word, w);
+    }
+}
+
+static void attach_post(int k, bool quit)
+{
+    cb_mutex_lock(&attach_mu);
+    if (k >= 0)
+        attach_q[attach_qn++] = k;
+    attach_quit |= quit;
+    cb_mutex_unlock(&attach_mu);
+    atomic_fetch_add(&attach_word, 1);
+    cb_futex_wake(&attach_word);
+}
+
+int cb_node_attach(void)
+{
+    int present = 0;
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        present += state[k] == NS_UP || state[k] == NS_ATTACHING;
+    if (!attach_tid || present >= cb.cfg.max_nodes || next_number >= CB_MAX_NODES)
+        return -1;
+    int k = next_number++;
+    atomic_store(&state[k], NS_ATTACHING);
+    attach_t0[k] = cb_now_ns();
+    attach_post(k, false);
+    return k;
+}
+
+/* master: the attach of node k failed: its number is not used again */
+void cb_on_attach_failed(const cb_msg_t *m)
+{
+    atomic_store(&state[m->a], NS_GONE);
+    cb_place_attached((int)m->a, false);
+}
+
+/* Program path and arguments for MPI_Comm_spawn, and the master's table
+ * entry; the thread starts only when nodes may be attached. */
+static void attach_init(int argc, char **argv, const cb_node_info_t *me, size_t len)
+{
+    next_number = cb.launched;
+    if (!cb.multi || cb.self != 0 || cb.cfg.max_nodes <= cb.launched)
+        return;
+    ssize_t n = readlink("/proc/self/exe", spawn_exe, sizeof spawn_exe - 1);
+    if (n <= 0)
+        cb_die("cannot read /proc/self/exe to attach nodes: %s", strerror(errno));
+    spawn_exe[n] = 0;
+    spawn_argv = calloc((size_t)argc + 1, sizeof *spawn_argv);
+    for (int i = 1; i < argc; i++)
+        spawn_argv[i - 1] = argv[i];
+    master_info = malloc(len);
+    memcpy(master_info, me, len);
+    master_info_len = len;
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rc = cb_thread_start(&attach_tid, attach_main, NULL, false);
+    if (rc)
+        cb_die("cannot start the attach thread: %s", strerror(rc));
+}
+
+/* master, at finish: no attach under way, then the attach thread ends */
+static void attach_stop(void)
+{
+    if (!attach_tid)
+        return;
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        while (atomic_load(&state[k]) == NS_ATTACHING)
+            usleep(1000); /* a spawn takes a fraction of a second; a failure says so */
+    attach_post(-1, true);
+    cb_thread_wait(attach_tid);
+    attach_tid = 0;
 }
 
 void cb_node_start(int *argc, char ***argv)
@@ -70,18 +211,34 @@ void cb_node_start(int *argc, char ***argv)
     cb_config_load(&cb.cfg);
     cb.multi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
     cb.self = 0;
+    cb.launched = 1;
     atomic_store(&cb.nnodes, 1);
+    void *m0 = NULL; /* the master's table entry, on the other nodes */
     if (cb.multi) {
         int prov, rank, size;
-        if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &prov) != MPI_SUCCESS)
+        if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &prov) != MPI_SUCCESS)
             cb_die("MPI_Init_thread failed: the node processes could not be started");
+        if (prov < MPI_THREAD_SERIALIZED)
+            cb_die("this MPI does not let a second thread make calls (MPI_THREAD_SERIALIZED)");
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Comm_get_parent(&parent);
+        if (parent != MPI_COMM_NULL) { /* attached on demand: the master says who we are */
+            uint64_t hdr[3];
+            MPI_Recv(hdr, 3, MPI_UINT64_T, 0, 0, parent, MPI_STATUS_IGNORE);
+            m0 = malloc(hdr[2]);
+            MPI_Recv(m0, (int)hdr[2], MPI_BYTE, 0, 0, parent, MPI_STATUS_IGNORE);
+            rank = (int)hdr[0];
+            size = (int)hdr[1];
+        }
         if (size > CB_MAX_NODES)
             cb_die("%d nodes asked, at most %d supported", size, CB_MAX_NODES);
         cb.self = rank;
-        launched = size;
+        cb.launched = size;
     }
+    if (cb.cfg.max_nodes && cb.cfg.max_nodes < cb.launched)
+        cb_die("CABLES_MAX_NODES=%d is less than the %d nodes launched", cb.cfg.max_nodes,
+               cb.launched);
     cb_gas_init();
     cb_statics_init();
     if (cb.self == 0)
@@ -91,49 +248,46 @@ void cb_node_start(int *argc, char ***argv)
     cb_comm_start();
     cb.pids[cb.self] = getpid();
     gethostname(cb.hosts[cb.self], sizeof cb.hosts[0] - 1);
+    atomic_store(&state[cb.self], NS_UP);
     size_t len;
     cb_node_info_t *me = pack_info(cb.self, &len);
-    if (cb.multi) {
+    if (cb.multi && parent == MPI_COMM_NULL) {
         /* the master's address goes out through MPI; all else over UCX */
         uint64_t mlen = cb.self == 0 ? len : 0;
         MPI_Bcast(&mlen, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-        void *m0 = cb.self == 0 ? (void *)me : malloc(mlen);
+        m0 = cb.self == 0 ? (void *)me : malloc(mlen);
         MPI_Bcast(m0, (int)mlen, MPI_BYTE, 0, MPI_COMM_WORLD);
-        if (cb.self != 0) {
-            add_node(m0);
-            free(m0);
-        }
     }
+    if (cb.self != 0) {
+        add_node(m0);
+        free(m0);
+    }
+    attach_init(*argc, *argv, me, len);
     cb_fault_init();
     cb_comm_run();
     if (cb.multi && cb.self != 0) {
         cb_msg_t h = { .type = M_HELLO };
         cb_call(0, &h, me, len, &joined);
-    } else if (cb.multi && launched > 1) {
+    } else if (cb.multi && cb.launched > 1) {
         cb_waiter_wait(&joined);
     }
     free(me);
-    table_ready = true;
+    atomic_store(&table_ready, true);
     if (cb.cfg.policy == CABLES_POLICY_FIXED && cb.cfg.policy_node >= atomic_load(&cb.nnodes))
         cb_die("CABLES_HOME_POLICY=fixed:%d names node %d, but the run has %d node(s)",
                cb.cfg.policy_node, cb.cfg.policy_node, atomic_load(&cb.nnodes));
 }
 
-/* master: a node attaches.  Once all launched nodes are in, everyone gets
- * the table (later attaches will extend it the same way). */
-void cb_on_hello(const cb_msg_t *m, const void *p, size_t len)
+bool cb_node_joined(void) { return atomic_load(&table_ready); }
+
+/* the table of the nodes up, each entry packed; nodes[] may be NULL */
+static void *pack_table(size_t *len)
 {
-    (void)len;
-    const cb_node_info_t *i = p;
-    add_node(i);
-    hello_req[i->node] = malloc(sizeof *m);
-    *hello_req[i->node] = *m;
-    if (++hellos < launched - 1)
-        return;
-    /* table: all nodes' info */
     size_t tlen = 0;
     uint8_t *t = NULL;
-    for (int n = 0; n < launched; n++) {
+    for (int n = 0; n < atomic_load(&cb.nnodes); n++) {
+        if (state[n] != NS_UP)
+            continue;
         size_t il;
         cb_node_info_t *ni = pack_info(n, &il);
         t = realloc(t, tlen + il);
@@ -141,16 +295,66 @@ void cb_on_hello(const cb_msg_t *m, const void *p, size_t len)
         tlen += il;
         free(ni);
     }
-    atomic_store(&cb.nnodes, launched);
-    for (int n = 1; n < launched; n++) {
-        cb_msg_t r = { .type = M_TABLE, .a = (uint64_t)launched };
+    *len = tlen;
+    return t;
+}
+
+/* master: every node knows of attached node k: it gets the table */
+static void attach_done(int k)
+{
+    size_t tlen;
+    void *t = pack_table(&tlen);
+    cb_msg_t r = { .type = M_TABLE, .a = (uint64_t)atomic_load(&cb.nnodes) };
+    cb_reply(hello_req[k], &r, t, tlen, true);
+    free(hello_req[k]);
+    hello_req[k] = NULL;
+    STAT_ADD(nodes_attached, 1);
+    STAT_ADD(attach_ns, cb_now_ns() - attach_t0[k]);
+    cb_place_attached(k, true);
+}
+
+/* master: a node says hello.  Once all launched nodes are in, everyone
+ * gets the table.  A node attached later is first made known to the
+ * others (each acknowledges), then gets the table, then threads. */
+void cb_on_hello(const cb_msg_t *m, const void *p, size_t len)
+{
+    (void)len;
+    const cb_node_info_t *i = p;
+    int k = i->node;
+    if (k >= cb.launched && (k >= CB_MAX_NODES || state[k] != NS_ATTACHING))
+        cb_die("node 0: hello from node %d, which is not being attached", k);
+    hello_req[k] = malloc(sizeof *m);
+    *hello_req[k] = *m;
+    add_node(i);
+    if (k >= cb.launched) {
+        table_acks[k] = 0;
+        for (int n = 1; n < atomic_load(&cb.nnodes); n++)
+            if (n != k && state[n] == NS_UP) {
+                cb_msg_t u = { .type = M_TABLE, .a = (uint64_t)atomic_load(&cb.nnodes),
+                               .c = (uint64_t)k };
+                cb_send(n, &u, i, info_len(i), false);
+                table_acks[k]++;
+            }
+        if (!table_acks[k])
+            attach_done(k);
+        return;
+    }
+    if (++hellos < cb.launched - 1)
+        return;
+    size_t tlen;
+    void *t = pack_table(&tlen);
+    for (int n = 1; n < cb.launched; n++) {
+        cb_msg_t r = { .type = M_TABLE, .a = (uint64_t)cb.launched };
         cb_reply(hello_req[n], &r, t, tlen, false);
         free(hello_req[n]);
+        hello_req[n] = NULL;
     }
     free(t);
     cb_waiter_wake(&joined);
 }
 
+/* M_TABLE: the whole table (a reply to our hello), or the entry of a node
+ * attached since (no waiter; c: its number), which we acknowledge */
 void cb_on_table(const cb_msg_t *m, const void *p, size_t len)
 {
     const uint8_t *q = p, *end = q + len;
@@ -159,8 +363,19 @@ void cb_on_table(const cb_msg_t *m, const void *p, size_t len)
         add_node(i);
         q += info_len(i);
     }
-    atomic_store(&cb.nnodes, (int)m->a);
+    if (!m->waiter) {
+        cb_msg_t a = { .type = M_TABLE_ACK, .a = m->c };
+        cb_send(0, &a, NULL, 0, false);
+        return;
+    }
     cb_waiter_wake((cb_waiter_t *)(uintptr_t)m->waiter);
+}
+
+void cb_on_table_ack(const cb_msg_t *m)
+{
+    int k = (int)m->a;
+    if (k < CB_MAX_NODES && hello_req[k] && --table_acks[k] == 0)
+        attach_done(k);
 }
 
 /* ---- liveness ---- */
@@ -174,13 +389,13 @@ void cb_heard_from(int node)
  * a node that said bye, or any node once we stop, is no longer watched. */
 void cb_check_peers(void)
 {
-    if (!table_ready)
+    if (!atomic_load(&table_ready))
         return;
     bool watch = !atomic_load(&cb.stopping);
     uint64_t now = cb_now_ns(), limit = (uint64_t)(cb.cfg.dead_timeout * 1e9);
     int n = atomic_load(&cb.nnodes);
     for (int k = 0; k < n; k++) {
-        if (k == cb.self)
+        if (k == cb.self || state[k] != NS_UP)
             continue;
         if (watch && !said_bye[k] && now - last_heard[k] > limit) {
             char why[96];
@@ -237,22 +452,27 @@ void cb_node_finish(void)
         return;
     done = true;
     cb_app_thread = false; /* what follows (MPI's finalization too) is the runtime's */
+    fflush(NULL); /* the program's output reaches the launcher before the node goes */
     if (cb.self == 0) {
-        int n = atomic_load(&cb.nnodes);
-        for (int k = 1; k < n; k++) {
-            cb_msg_t s = { .type = M_SHUTDOWN, .a = 0 };
-            cb_send(k, &s, NULL, 0, false);
-        }
+        attach_stop();
+        int n = atomic_load(&cb.nnodes), up = 0;
+        for (int k = 1; k < n; k++)
+            if (state[k] == NS_UP) {
+                cb_msg_t s = { .type = M_SHUTDOWN, .a = 0 };
+                cb_send(k, &s, NULL, 0, false);
+                up++;
+            }
         /* a node that never answers is named by the peer check meanwhile */
-        while (atomic_load(&byes) < n - 1)
+        while (atomic_load(&byes) < up)
             usleep(1000);
         atomic_store(&cb.stopping, true);
         if (cb.cfg.stats)
             cables_stats_print();
-        for (int k = 1; k < n; k++) {
-            cb_msg_t s = { .type = M_SHUTDOWN, .a = 1 };
-            cb_send(k, &s, NULL, 0, false);
-        }
+        for (int k = 1; k < n; k++)
+            if (state[k] == NS_UP) {
+                cb_msg_t s = { .type = M_SHUTDOWN, .a = 1 };
+                cb_send(k, &s, NULL, 0, false);
+            }
     } else {
         if (cb.cfg.stats)
             cables_stats_print();
@@ -263,6 +483,13 @@ void cb_node_finish(void)
                     "60 s; leaving\n", cb.self);
     }
     cb_comm_stop();
-    if (cb.multi)
-        MPI_Finalize();
+    if (!cb.multi)
+        return;
+    /* attached nodes leave their intercommunicator with the master first */
+    if (parent != MPI_COMM_NULL)
+        MPI_Comm_disconnect(&parent);
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        if (inter[k] != MPI_COMM_NULL && inter[k] != 0)
+            MPI_Comm_disconnect(&inter[k]);
+    MPI_Finalize();
 }

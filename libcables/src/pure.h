@@ -58,6 +58,8 @@ typedef struct {
     int policy_node;
     bool stats;
     double dead_timeout; /* seconds without a message before a peer is dead */
+    int threads_per_node; /* a node's capacity: more threads attach a new node */
+    int max_nodes;        /* nodes present at once, attached ones included (0: the launched) */
 } cb_config_t;
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);

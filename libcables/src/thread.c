@@ -91,23 +91,73 @@ int cables_thread_create(cables_thread_t *t, int node, void *(*fn)(void *), void
     return cb_thread_create(t, node, fn, arg, 0, false);
 }
 
-/* master: where the next thread runs.  A named node, or the attached node
- * with the fewest running threads (the lowest number on a tie). */
+/* master: placements waiting for the node being attached to run them */
+typedef struct placing { struct placing *next; cb_msg_t req; int node; } placing_t;
+static placing_t *placing;
+
+static void place_reply(const cb_msg_t *req, int node)
+{
+    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)node };
+    cb_reply(req, &r, NULL, 0, false);
+}
+
+/* the node up (or being attached) with the fewest threads, the lowest
+ * number on a tie */
+static int least_loaded(bool attaching_too)
+{
+    int pick = 0;
+    for (int k = 1; k < CB_MAX_NODES; k++)
+        if ((cb_node_up(k) || (attaching_too && cb_node_attaching(k))) && load[k] < load[pick])
+            pick = k;
+    return pick;
+}
+
+/* master: where the next thread runs.  A named node, or the least loaded
+ * node; when that one is full (CABLES_THREADS_PER_NODE) a new node is
+ * attached for it, if CABLES_MAX_NODES allows, else it takes one more. */
 void cb_on_place(const cb_msg_t *m)
 {
-    int n = atomic_load(&cb.nnodes), want = (int)(int64_t)m->a, pick = -1;
+    int want = (int)(int64_t)m->a, pick;
     if (want >= 0) {
-        pick = want < n ? want : -1;
+        pick = cb_node_up(want) ? want : -1;
     } else {
-        pick = 0;
-        for (int k = 1; k < n; k++)
-            if (load[k] < load[pick])
+        pick = least_loaded(true);
+        if (load[pick] >= cb.cfg.threads_per_node) {
+            int k = cb_node_attach();
+            if (k >= 0)
                 pick = k;
+        }
     }
     if (pick >= 0)
         load[pick]++;
-    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)pick };
-    cb_reply(m, &r, NULL, 0, false);
+    if (pick >= 0 && cb_node_attaching(pick)) {
+        placing_t *x = malloc(sizeof *x);
+        if (!x)
+            cb_die("out of memory placing a thread");
+        *x = (placing_t){ placing, *m, pick };
+        placing = x;
+        return;
+    }
+    place_reply(m, pick);
+}
+
+void cb_place_attached(int k, bool ok)
+{
+    for (placing_t **pp = &placing, *x; (x = *pp);) {
+        if (x->node != k) {
+            pp = &x->next;
+            continue;
+        }
+        *pp = x->next;
+        int node = k;
+        if (!ok) { /* the nodes there are take it */
+            load[k]--;
+            node = least_loaded(false);
+            load[node]++;
+        }
+        place_reply(&x->req, node);
+        free(x);
+    }
 }
 
 static void answer_idle(void)
@@ -236,7 +286,7 @@ void cb_on_join(const cb_msg_t *m)
 int cables_thread_join(cables_thread_t t, void **ret)
 {
     int node = (int)(t >> 48);
-    if (node >= atomic_load(&cb.nnodes))
+    if (!cb_node_up(node))
         return ESRCH;
     if (cb_app_thread && t == cb_tid)
         return EDEADLK;
@@ -276,7 +326,7 @@ void cb_on_detach(const cb_msg_t *m)
 int cb_thread_detach(uint64_t t)
 {
     int node = (int)(t >> 48);
-    if (node >= atomic_load(&cb.nnodes))
+    if (!cb_node_up(node))
         return ESRCH;
     cb_msg_t m = { .type = M_DETACH, .a = t };
     return (int)cb_rpc(node, &m, NULL);
@@ -314,7 +364,7 @@ void cb_on_cancel(const cb_msg_t *m)
 int cb_thread_cancel(uint64_t t)
 {
     int node = (int)(t >> 48);
-    if (node >= atomic_load(&cb.nnodes))
+    if (!cb_node_up(node))
         return ESRCH;
     if (cb_app_thread && t == cb_tid && cb_thr) { /* itself: no message needed */
         atomic_store(&cb_thr->cancel, 1);

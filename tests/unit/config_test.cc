@@ -81,7 +81,8 @@ class ConfigLoad : public ::testing::Test {
 protected:
     static constexpr const char *kVars[] = {"CABLES_GAS_SIZE", "CABLES_PAGE_SIZE",
                                             "CABLES_HOME_POLICY", "CABLES_STATS",
-                                            "CABLES_DEAD_TIMEOUT"};
+                                            "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
+                                            "CABLES_MAX_NODES"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -105,6 +106,8 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_EQ(c.policy_node, 0);
     EXPECT_FALSE(c.stats);
     EXPECT_DOUBLE_EQ(c.dead_timeout, 3.0);
+    EXPECT_EQ(c.threads_per_node, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    EXPECT_EQ(c.max_nodes, 0); // the launched nodes only
 }
 
 TEST_F(ConfigLoad, GoodValues)
@@ -114,7 +117,11 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_HOME_POLICY", "fixed:3", 1);
     setenv("CABLES_STATS", "yes", 1);
     setenv("CABLES_DEAD_TIMEOUT", "10.5", 1);
+    setenv("CABLES_THREADS_PER_NODE", "3", 1);
+    setenv("CABLES_MAX_NODES", "64", 1);
     cb_config_t c = Load();
+    EXPECT_EQ(c.threads_per_node, 3);
+    EXPECT_EQ(c.max_nodes, 64);
     EXPECT_EQ(c.gas_size, 1ull << 30);
     EXPECT_EQ(c.page_size, 2 * os_page);
     EXPECT_EQ(c.policy, CABLES_POLICY_FIXED);
@@ -143,7 +150,9 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_GAS_SIZE", "17T"},     {"CABLES_HOME_POLICY", "foo"},
         {"CABLES_PAGE_SIZE", "1000"},   {"CABLES_PAGE_SIZE", "32M"},
         {"CABLES_STATS", "maybe"},      {"CABLES_DEAD_TIMEOUT", "0.1"},
-        {"CABLES_DEAD_TIMEOUT", "3s"},
+        {"CABLES_DEAD_TIMEOUT", "3s"},  {"CABLES_THREADS_PER_NODE", "0"},
+        {"CABLES_THREADS_PER_NODE", "2x"}, {"CABLES_THREADS_PER_NODE", "-1"},
+        {"CABLES_MAX_NODES", "65"},     {"CABLES_MAX_NODES", " 2"},
     };
     for (auto &b : bad) {
         SetUp();
