@@ -245,6 +245,11 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_HEAP_FREE: cb_on_heap_free(m); break;
     case M_TABLE_ACK: cb_on_table_ack(m); break;
     case M_ATTACH_FAILED: cb_on_attach_failed(m); break;
+    case M_NODE_IDLE: cb_on_node_idle(m); break;
+    case M_LEAVE: cb_on_leave(m); break;
+    case M_LEFT: cb_on_left(m); break;
+    case M_NODE_GONE: cb_on_node_gone(m); break;
+    case M_GONE_FLUSH: cb_on_gone_flush(m); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;

@@ -60,13 +60,14 @@ static const cb_alloc_t *find_alloc(uint64_t p)
 static int place(const cb_alloc_t *a, uint64_t p, int toucher)
 {
     uint64_t i = p - a->first;
-    int n = a->nnodes;
+    int n = a->nnodes, h;
     switch (a->policy) {
-    case CABLES_POLICY_ROUND_ROBIN: return (int)(i % (uint64_t)n);
-    case CABLES_POLICY_BLOCK: return (int)(i * (uint64_t)n / a->npages);
-    case CABLES_POLICY_FIXED: return a->node; /* checked at allocation */
-    default: return toucher;
+    case CABLES_POLICY_ROUND_ROBIN: h = (int)(i % (uint64_t)n); break;
+    case CABLES_POLICY_BLOCK: h = (int)(i * (uint64_t)n / a->npages); break;
+    case CABLES_POLICY_FIXED: h = a->node; break; /* checked at allocation */
+    default: h = toucher;
     }
+    return cb_node_up(h) ? h : 0; /* a detached node's pages are the master's */
 }
 
 static int16_t *dir_table(void)
@@ -260,6 +261,10 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
 void cb_on_move_done(const cb_msg_t *m)
 {
     dir_table()[m->a] = (int16_t)(m->b + 1);
+    if (!m->d) { /* a leaving node's page, handed over (no one waits) */
+        cb_node_handed((int)m->c - 1);
+        return;
+    }
     moving_t *x = moving_find(m->a);
     int to = x ? x->to : -1;
     if (x) {
@@ -287,4 +292,52 @@ int cables_home_move(void *addr, size_t len, int node)
             cb_home_set(p, node);
     }
     return 0;
+}
+
+/* ---- a detached node's homes become the master's ---- */
+int64_t cb_homes_hand_over(void)
+{
+    enum { CHUNK = 4096 };
+    static unsigned char res[CHUNK];
+    int64_t sent = 0;
+    for (uint64_t c = 0; c < cb.npages; c += CHUNK) {
+        uint64_t end = c + CHUNK < cb.npages ? c + CHUNK : cb.npages;
+        bool looked = false;
+        for (uint64_t p = c; p < end; p++) {
+            if (cb_home_cached(p) != cb.self)
+                continue;
+            if (!looked) { /* which pages of the store hold data */
+                if (mincore(cb_proto_page(c), (end - c) * cb.ps, res))
+                    memset(res, 1, sizeof res);
+                looked = true;
+            }
+            uint32_t s;
+            if (!cb_page_try_own(p, &s))
+                return -1;
+            /* no thread runs here any more: the application view stays as it is */
+            cb_home_set(p, 0); /* what reaches us for it goes on there */
+            if (res[p - c] & 1) { /* never touched: zero, as the master's store is */
+                cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = (uint64_t)cb.self + 1 };
+                cb_send(0, &mp, cb_proto_page(p), cb.ps, false);
+                sent++;
+            }
+            cb_page_unown(p, 0);
+        }
+    }
+    return sent;
+}
+
+void cb_homes_forget(int k)
+{
+    for (uint64_t p = 0; p < cb.npages; p++)
+        if (atomic_load(&cb.home[p]) == k + 1)
+            cb_home_set(p, 0);
+}
+
+void cb_dir_node_gone(int k)
+{
+    int16_t *d = dir_table();
+    for (uint64_t p = 0; p < cb.npages; p++)
+        if (d[p] == k + 1)
+            d[p] = 1;
 }

@@ -93,6 +93,7 @@ enum cb_msg_type {
     M_MOVE, M_MOVE_PAGE, M_MOVE_DONE,
     M_LOCK_BUSY, M_PLACE, M_THREAD_GONE, M_THREADS_IDLE, M_DETACH, M_CANCEL, M_KEY,
     M_HEAP_FREE, M_TABLE_ACK, M_ATTACH_FAILED,
+    M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH,
     M_TYPES
 };
 /* M_FETCH b: how the request travels */
@@ -231,6 +232,11 @@ void cb_on_lock_busy(const cb_msg_t *m);
 void cb_on_place(const cb_msg_t *m);
 /* master: node k is attached (ok) or failed: answer the placements on it */
 void cb_place_attached(int k, bool ok);
+int cb_place_load(int k);      /* master: threads running or placed on node k */
+int cb_thread_count(void);     /* comm thread: this node's thread table entries */
+/* lock.c: a thread here waits for a lock's token from afar */
+bool cb_lock_waiting(void);
+void cb_lock_recall(int k);    /* manager: the locks whose queue ends at k come back */
 void cb_on_thread_gone(const cb_msg_t *m);
 void cb_on_threads_idle(const cb_msg_t *m);
 void cb_on_detach(const cb_msg_t *m);
@@ -258,6 +264,20 @@ void cb_on_table_ack(const cb_msg_t *m);
 void cb_on_attach_failed(const cb_msg_t *m);
 bool cb_node_joined(void);     /* this node has the node table */
 bool cb_node_up(int k);        /* node k is in the table (attached, not gone) */
+bool cb_node_open(int k);      /* ... and takes threads (not leaving) */
+/* detach (see node.c) */
+void cb_node_idle(void);       /* an attached node: tell the master if it has no threads */
+void cb_node_handed(int k);    /* master: one home page of leaving node k is installed */
+void cb_on_node_idle(const cb_msg_t *m);
+void cb_on_leave(const cb_msg_t *m);
+void cb_on_left(const cb_msg_t *m);
+void cb_on_node_gone(const cb_msg_t *m);
+void cb_on_gone_flush(const cb_msg_t *m);
+/* directory.c: a leaving node sends its home pages with data to the master
+ * and names the master their home (how many sent; -1: a page busy, retry) */
+int64_t cb_homes_hand_over(void);
+void cb_homes_forget(int k);   /* cached homes: node k's pages are the master's */
+void cb_dir_node_gone(int k);  /* master: the same in the directory */
 bool cb_node_attaching(int k); /* master: node k is being attached */
 /* master comm thread: start attaching a node (MPI_Comm_spawn on the attach
  * thread); its number, or -1 when CABLES_MAX_NODES nodes are there */

@@ -287,6 +287,7 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
             grant_next(s);
     }
     cb_mutex_unlock(&lk_mu);
+    cb_node_idle(); /* an attached node may have waited only for this */
 }
 
 /* the previous tail says a try lost: the lock is held or wanted there */
@@ -302,4 +303,33 @@ void cb_on_lock_busy(const cb_msg_t *m)
             break;
         }
     cb_mutex_unlock(&lk_mu);
+}
+
+bool cb_lock_waiting(void)
+{
+    bool any = false;
+    cb_mutex_lock(&lk_mu);
+    for (lk_t *s = locks; s && !any; s = s->hh.next)
+        any = s->requested || s->qhead;
+    cb_mutex_unlock(&lk_mu);
+    return any;
+}
+
+/* Node k leaves: the master asks for every lock whose queue ends at k, so
+ * that the token comes back here (k grants it at once: no thread of k
+ * holds or waits for a lock any more). */
+void cb_lock_recall(int k)
+{
+    cb_vc_t v;
+    cb_vc_get(v);
+    for (lk_tail_t *t = tails; t; t = t->hh.next) {
+        if (t->tail != k)
+            continue;
+        cb_mutex_lock(&lk_mu);
+        lk_get(t->key)->requested = true; /* local takers wait for it */
+        cb_mutex_unlock(&lk_mu);
+        t->tail = 0;
+        cb_msg_t f = { .type = M_LOCK_FWD, .a = t->key, .b = 0 };
+        cb_send(k, &f, v, sizeof v, false);
+    }
 }

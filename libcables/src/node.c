@@ -24,10 +24,17 @@ static uint64_t last_heard[CB_MAX_NODES];
 static _Atomic bool table_ready;
 
 /* what this node knows of each node number (a number is never reused) */
-enum { NS_NONE, NS_ATTACHING, NS_UP, NS_GONE };
+enum { NS_NONE, NS_ATTACHING, NS_UP, NS_LEAVING, NS_GONE };
 static _Atomic uint8_t state[CB_MAX_NODES];
 
-bool cb_node_up(int k) { return k >= 0 && k < CB_MAX_NODES && atomic_load(&state[k]) == NS_UP; }
+bool cb_node_up(int k)
+{
+    if (k < 0 || k >= CB_MAX_NODES)
+        return false;
+    int s = atomic_load(&state[k]);
+    return s == NS_UP || s == NS_LEAVING;
+}
+bool cb_node_open(int k) { return k >= 0 && k < CB_MAX_NODES && atomic_load(&state[k]) == NS_UP; }
 bool cb_node_attaching(int k) { return atomic_load(&state[k]) == NS_ATTACHING; }
 
 typedef struct {
@@ -129,7 +136,9 @@ static void *attach_main(void *unused)
             memmove(attach_q, attach_q + 1, sizeof attach_q[0] * (size_t)--attach_qn);
         bool quit = attach_quit;
         cb_mutex_unlock(&attach_mu);
-        if (k >= 0)
+        if (k >= CB_MAX_NODES)
+            MPI_Comm_disconnect(&inter[k - CB_MAX_NODES]); /* a detached node's */
+        else if (k >= 0)
             spawn_node(k);
         else if (quit)
             return NULL;
@@ -153,7 +162,7 @@ int cb_node_attach(void)
 {
     int present = 0;
     for (int k = 0; k < CB_MAX_NODES; k++)
-        present += state[k] == NS_UP || state[k] == NS_ATTACHING;
+        present += state[k] != NS_NONE && state[k] != NS_GONE;
     if (!attach_tid || present >= cb.cfg.max_nodes || next_number >= CB_MAX_NODES)
         return -1;
     int k = next_number++;
@@ -199,8 +208,8 @@ static void attach_stop(void)
     if (!attach_tid)
         return;
     for (int k = 0; k < CB_MAX_NODES; k++)
-        while (atomic_load(&state[k]) == NS_ATTACHING)
-            usleep(1000); /* a spawn takes a fraction of a second; a failure says so */
+        while (atomic_load(&state[k]) == NS_ATTACHING || atomic_load(&state[k]) == NS_LEAVING)
+            usleep(1000); /* a spawn or a leave takes a fraction of a second */
     attach_post(-1, true);
     cb_thread_wait(attach_tid);
     attach_tid = 0;
@@ -286,7 +295,7 @@ static void *pack_table(size_t *len)
     size_t tlen = 0;
     uint8_t *t = NULL;
     for (int n = 0; n < atomic_load(&cb.nnodes); n++) {
-        if (state[n] != NS_UP)
+        if (!cb_node_up(n))
             continue;
         size_t il;
         cb_node_info_t *ni = pack_info(n, &il);
@@ -329,7 +338,7 @@ void cb_on_hello(const cb_msg_t *m, const void *p, size_t len)
     if (k >= cb.launched) {
         table_acks[k] = 0;
         for (int n = 1; n < atomic_load(&cb.nnodes); n++)
-            if (n != k && state[n] == NS_UP) {
+            if (n != k && cb_node_up(n)) {
                 cb_msg_t u = { .type = M_TABLE, .a = (uint64_t)atomic_load(&cb.nnodes),
                                .c = (uint64_t)k };
                 cb_send(n, &u, i, info_len(i), false);
@@ -378,6 +387,110 @@ void cb_on_table_ack(const cb_msg_t *m)
         attach_done(k);
 }
 
+/* ---- detach: an attached node whose threads have all ended and been
+ * joined leaves.
+ *   k -> master  M_NODE_IDLE   (no threads, no lock request outstanding)
+ *   master       asks for the locks whose queues end at k (lock.c)
+ *   master -> k  M_LEAVE       k hands the master each home page it holds
+ *                              data for (M_MOVE_PAGE, d=0), names the master
+ *                              as their home, then M_LEFT a=count
+ *   master       once all are in: every page k was home of is the master's
+ *                (directory); M_NODE_GONE to the other nodes, which say the
+ *                same in their home caches, stop sending to k, and send k
+ *                M_GONE_FLUSH behind all they sent it; the master's flush
+ *                carries how many k must see
+ *   k            leaves once it has them all (statistics, MPI, exit) ---- */
+static bool leaving;         /* k: the master let us go */
+static int flushes, flushes_due = -1;
+static int64_t left_count[CB_MAX_NODES], handed[CB_MAX_NODES]; /* master */
+
+void cb_node_idle(void)
+{
+    if (cb.self >= cb.launched && cb_thread_count() == 0 && !cb_lock_waiting()) {
+        cb_msg_t m = { .type = M_NODE_IDLE };
+        cb_send(0, &m, NULL, 0, false);
+    }
+}
+
+void cb_on_node_idle(const cb_msg_t *m)
+{
+    int k = m->src;
+    if (state[k] != NS_UP || cb_place_load(k) > 0 || atomic_load(&cb.stopping))
+        return; /* a thread was placed there meanwhile: it will say idle again */
+    atomic_store(&state[k], NS_LEAVING);
+    left_count[k] = -1;
+    handed[k] = 0;
+    cb_lock_recall(k);
+    cb_msg_t l = { .type = M_LEAVE };
+    cb_send(k, &l, NULL, 0, false);
+}
+
+void cb_on_leave(const cb_msg_t *m)
+{
+    atomic_store(&cb.stopping, true); /* nobody watches us any more, nor we them */
+    static int64_t sent;
+    int64_t n = atomic_load(&cb.diffs_out) ? -1 : cb_homes_hand_over();
+    if (n < 0) { /* diffs of ours on their way, or a page busy: later */
+        cb_defer(m, NULL, 0);
+        return;
+    }
+    sent += n;
+    cb_msg_t l = { .type = M_LEFT, .a = (uint64_t)sent };
+    cb_send(0, &l, NULL, 0, false);
+}
+
+static void leave_check(int k)
+{
+    if (left_count[k] < 0 || handed[k] < left_count[k])
+        return;
+    cb_dir_node_gone(k);
+    cb_homes_forget(k);
+    atomic_store(&state[k], NS_GONE);
+    int told = 0;
+    for (int n = 1; n < atomic_load(&cb.nnodes); n++)
+        if (cb_node_up(n)) {
+            cb_msg_t g = { .type = M_NODE_GONE, .a = (uint64_t)k };
+            cb_send(n, &g, NULL, 0, false);
+            told++;
+        }
+    cb_msg_t f = { .type = M_GONE_FLUSH, .a = (uint64_t)told + 1 };
+    cb_send(k, &f, NULL, 0, false);
+    attach_post(CB_MAX_NODES + k, false); /* leave the intercommunicator with it */
+    STAT_ADD(nodes_detached, 1);
+}
+
+void cb_on_left(const cb_msg_t *m)
+{
+    left_count[m->src] = (int64_t)m->a;
+    leave_check(m->src);
+}
+
+void cb_node_handed(int k)
+{
+    handed[k]++;
+    leave_check(k);
+}
+
+void cb_on_node_gone(const cb_msg_t *m)
+{
+    int k = (int)m->a;
+    cb_homes_forget(k);
+    atomic_store(&state[k], NS_GONE);
+    cb_msg_t f = { .type = M_GONE_FLUSH };
+    cb_send(k, &f, NULL, 0, false);
+}
+
+void cb_on_gone_flush(const cb_msg_t *m)
+{
+    flushes++;
+    if (m->src == 0)
+        flushes_due = (int)m->a;
+    if (flushes == flushes_due) {
+        leaving = true;
+        cb_waiter_wake(&shutdown_w);
+    }
+}
+
 /* ---- liveness ---- */
 void cb_heard_from(int node)
 {
@@ -395,7 +508,7 @@ void cb_check_peers(void)
     uint64_t now = cb_now_ns(), limit = (uint64_t)(cb.cfg.dead_timeout * 1e9);
     int n = atomic_load(&cb.nnodes);
     for (int k = 0; k < n; k++) {
-        if (k == cb.self || state[k] != NS_UP)
+        if (k == cb.self || !cb_node_up(k))
             continue;
         if (watch && !said_bye[k] && now - last_heard[k] > limit) {
             char why[96];
@@ -473,6 +586,9 @@ void cb_node_finish(void)
                 cb_msg_t s = { .type = M_SHUTDOWN, .a = 1 };
                 cb_send(k, &s, NULL, 0, false);
             }
+    } else if (leaving) { /* detached: nobody waits for our bye */
+        if (cb.cfg.stats)
+            cables_stats_print();
     } else {
         if (cb.cfg.stats)
             cables_stats_print();

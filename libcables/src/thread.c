@@ -107,7 +107,7 @@ static int least_loaded(bool attaching_too)
 {
     int pick = 0;
     for (int k = 1; k < CB_MAX_NODES; k++)
-        if ((cb_node_up(k) || (attaching_too && cb_node_attaching(k))) && load[k] < load[pick])
+        if ((cb_node_open(k) || (attaching_too && cb_node_attaching(k))) && load[k] < load[pick])
             pick = k;
     return pick;
 }
@@ -119,7 +119,7 @@ void cb_on_place(const cb_msg_t *m)
 {
     int want = (int)(int64_t)m->a, pick;
     if (want >= 0) {
-        pick = cb_node_up(want) ? want : -1;
+        pick = cb_node_open(want) ? want : -1;
     } else {
         pick = least_loaded(true);
         if (load[pick] >= cb.cfg.threads_per_node) {
@@ -233,7 +233,12 @@ static void forget(th_t *t)
     HASH_DEL(threads, t);
     free(t->thr);
     free(t);
+    if (!threads)
+        cb_node_idle();
 }
+
+int cb_thread_count(void) { return (int)HASH_COUNT(threads); }
+int cb_place_load(int k) { return load[k]; }
 
 static void answer_join(th_t *t)
 {

@@ -52,7 +52,7 @@ static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
     int node = (int)(intptr_t)arg;
-    if (!atomic_load(&cb.stopping))
+    if (!atomic_load(&cb.stopping) && cb_node_up(node)) /* a detached node may go */
         cb_peer_failed(node, ucs_status_string(status));
 }
 
@@ -164,7 +164,7 @@ int cb_xport_send(int dst, void *buf, size_t len)
     }
     if (UCS_PTR_IS_ERR(r)) {
         free(buf);
-        if (!atomic_load(&cb.stopping))
+        if (!atomic_load(&cb.stopping) && cb_node_up(dst))
             cb_peer_failed(dst, ucs_status_string(UCS_PTR_STATUS(r)));
         return -1;
     }

@@ -145,10 +145,10 @@ static void heap_free(void *p)
         drain();
         memkind_t k = my_arena();
         AS_RUNTIME(memkind_free(k, p));
-    } else {
+    } else if (cb_node_up(o)) {
         cb_msg_t m = { .type = M_HEAP_FREE, .a = (uintptr_t)p };
         cb_send(o, &m, NULL, 0, false);
-    }
+    } /* else its node was detached with its arena's bookkeeping: the block stays */
 }
 
 void *malloc(size_t n)
