@@ -181,5 +181,18 @@ TEST(Launcher, TransportBogus)
                    { "carrier-pigeon" });
 }
 
+TEST(Launcher, MaxNodesBelowNodes)
+{
+    expect_refused(mn::run({ mn::launcher(), "-n", "2", "-m", "1", "--", mn::prog("counter") }),
+                   { "-m '1'" });
+}
+
+TEST(Launcher, ThreadsPerNodeBogus)
+{
+    expect_refused(mn::run({ mn::launcher(), "-n", "1", "--", mn::prog("counter") },
+                           { { "CABLES_THREADS_PER_NODE", "lots" } }),
+                   { "CABLES_THREADS_PER_NODE='lots'" });
+}
+
 INSTANTIATE_TEST_SUITE_P(Grid, DeadNode, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, BadInput, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

@@ -139,3 +139,38 @@ INSTANTIATE_TEST_SUITE_P(TwoNodes, Posix, ::testing::ValuesIn(posix_cases()),
                          [](const ::testing::TestParamInfo<PosixCase> &i) {
                              return std::string(i.param.name) + "_" + i.param.transport;
                          });
+
+// Nodes attached on demand: with 2 threads per node and 8 threads alive at
+// once (4x a node), one launched node is not enough: the run attaches
+// nodes (statistics of node 0), gives the native result, and the nodes
+// whose threads ended are detached in the pause between the two phases.
+class Attach : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(Attach, FourTimesTheThreadsOfANode)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const std::string rel = "tests/posix/churn";
+    const std::vector<std::string> args = { "8", "2", "1000" };
+    auto want = native_result(rel, args);
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(1, GetParam(), relinked(rel), args,
+                              { { "CABLES_STATS", "1" }, { "CABLES_THREADS_PER_NODE", "2" } },
+                              { "-m", "5" }, 120);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+    // 8 threads and main at 2 a node: 4 nodes attached in each phase
+    auto at = res.output.find("nodes attached=");
+    ASSERT_NE(at, std::string::npos) << res.describe();
+    long attached = std::stol(res.output.substr(at + strlen("nodes attached=")));
+    auto dt = res.output.find("detached=", at);
+    ASSERT_NE(dt, std::string::npos) << res.describe();
+    long detached = std::stol(res.output.substr(dt + strlen("detached=")));
+    EXPECT_GE(attached, 4) << res.describe();
+    EXPECT_GE(detached, 4) << res.describe(); // phase 1's, in the pause
+    // the attached nodes ran the threads: their statistics show work
+    EXPECT_NE(res.output.find("node 4 stats:"), std::string::npos) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(OnDemand, Attach, ::testing::Values("shm", "tcp"));
