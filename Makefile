@@ -23,10 +23,10 @@ LINK_CABLES = -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) \
 
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c))
 BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
-# plain pthreads programs (apps/, tests/posix/): compiled once with cc, then
-# linked twice from the same object: natively against glibc, and relinked
-# with cables-cc against libcables
-PT_SRCS   := $(wildcard apps/*.c tests/posix/*.c)
+# plain pthreads programs (apps/, tests/posix/, bench/pthreads/): compiled
+# once with cc, then linked twice from the same object: natively against
+# glibc, and relinked with cables-cc against libcables
+PT_SRCS   := $(wildcard apps/*.c tests/posix/*.c bench/pthreads/*.c)
 PT_CABLES := $(patsubst %.c,$(BUILD)/%,$(PT_SRCS))
 PT_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(PT_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
@@ -62,7 +62,7 @@ $(BUILD)/progs/%: tests/progs/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $< -o $@ $(LINK_CABLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard apps/*.h tests/posix/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard apps/*.h tests/posix/*.h) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -pthread -c $< -o $@
 

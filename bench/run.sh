@@ -7,7 +7,12 @@
 #      and 4 KiB request/reply, busy polling, medians;
 #   2. cables_bench under cables-run -n 2: remote read fault, local and
 #      remote lock acquire, 2-node barrier;
-#   3. cables_bench under cables-run -n 4: 4-node barrier.
+#   3. cables_bench under cables-run -n 4: 4-node barrier;
+#   4. the CableS Table 4 operations: bench/pthreads/table4, a plain pthreads
+#      program relinked with cables-cc, under cables-run -n 1 -m 2 with
+#      CABLES_THREADS_PER_NODE=1 (its first thread attaches node 1), next to
+#      the same program linked natively (run once) and this transport's UCX
+#      round trip from step 1.
 # The programs print "KEY value" lines, then "DONE n"; the raw output of
 # every run is kept in $CABLES_BUILD/bench/logs.  A run that fails or hangs
 # is stopped and named in a PROBLEM line under its table.  The exit status
@@ -23,6 +28,8 @@ cd "$(dirname "$0")/.." || exit 2
 RUN=$CABLES_BUILD/bin/cables-run
 BENCH=$CABLES_BUILD/bench/cables_bench
 PP=$CABLES_BUILD/bench/ucx_pingpong
+T4=$CABLES_BUILD/bench/pthreads/table4
+T4N=$CABLES_BUILD/native/bench/pthreads/table4
 LOGS=$CABLES_BUILD/bench/logs
 TIMEOUT=${BENCH_TIMEOUT:-60}   # s, per run
 GRACE=${BENCH_GRACE:-10}       # s, from a run's last result to its end
@@ -31,6 +38,7 @@ TRANSPORTS=${BENCH_TRANSPORTS:-shm tcp}
 die() { echo "bench: $*" >&2; exit 2; }
 [ -x "$RUN" ] || die "$RUN missing: run make first"
 [ -x "$BENCH" ] || die "$BENCH missing: run make bench"
+[ -x "$T4" ] && [ -x "$T4N" ] || die "$T4 or $T4N missing: run make"
 command -v mpicc >/dev/null && command -v mpirun >/dev/null || die "mpicc/mpirun missing (scripts/setup.sh)"
 mkdir -p "$LOGS" "$(dirname "$PP")"
 
@@ -101,6 +109,13 @@ ucxver=$(ucx_info -v 2>/dev/null | sed -n 's/^# Version *//p' | head -1)
 mpiver=$(mpirun --version 2>/dev/null | head -1)
 start=$SECONDS
 
+# Table 4, native pthreads: once, the same for every transport
+T4NL=$LOGS/table4.native.log
+echo "bench: table4, native pthreads ..." >&2
+problems=()
+run "$T4NL" "$T4N"
+native_problems=("${problems[@]}")
+
 for tr in $TRANSPORTS; do
     case "$tr" in
         shm) tls=self,sm ;;
@@ -111,12 +126,16 @@ for tr in $TRANSPORTS; do
     B2=$LOGS/cables_bench.$tr.n2.log
     B4=$LOGS/cables_bench.$tr.n4.log
     echo "bench: $tr: UCX baseline ..." >&2
-    problems=()
+    problems=("${native_problems[@]}")
+    native_problems=()
     UCX_TLS=$tls run "$P" mpirun "${mpi_args[@]}" -x UCX_TLS "$PP"
     echo "bench: $tr: cables_bench -n 2 ..." >&2
     run "$B2" "$RUN" -n 2 -t "$tr" -- "$BENCH" fault lock barrier
     echo "bench: $tr: cables_bench -n 4 ..." >&2
     run "$B4" "$RUN" -n 4 -t "$tr" -- "$BENCH" barrier
+    T4L=$LOGS/table4.$tr.log
+    echo "bench: $tr: table4 (pthreads, relinked) -n 1 -m 2 ..." >&2
+    CABLES_THREADS_PER_NODE=1 run "$T4L" "$RUN" -n 1 -m 2 -t "$tr" --stats -- "$T4"
 
     rtt=$(key "$P" UCX_RTT_US); k4=$(key "$P" UCX_4K_US)
     wrtt=$(key "$P" UCX_WAIT_RTT_US); wk4=$(key "$P" UCX_WAIT_4K_US)
@@ -163,6 +182,47 @@ for tr in $TRANSPORTS; do
         "$(key "$B2" BARRIER2_P90_US)" "$(key "$B4" BARRIER4_P90_US)" "$cores"
     printf '    wall time: UCX %ss, cables -n 2 %ss, cables -n 4 %ss; logs in %s\n' \
         "$(cat "$P.secs")" "$(cat "$B2.secs")" "$(cat "$B4.secs")" "$LOGS"
+
+    echo
+    echo "=== CableS Table 4 -- transport: $tr; a pthreads program relinked, 2 nodes (node 1 attached on demand) ==="
+    echo "    medians in microseconds; native = the same program linked with glibc's pthreads (one process);"
+    echo "    ratios to this transport's UCX round trip (8 B, above): polling and sleeping"
+    echo
+    {
+        printf 'operation|cables|native|UCX polling|ratio|UCX sleeping|ratio\n'
+        t4row() { printf '%s|%s|%s|%s|%s\n' "$1" "$(key "$T4L" "$2")" "$3" "$rtt" "$wrtt"; }
+        t4row 'node attach' NODE_ATTACH_US '-'
+        t4row 'first create (attach+remote)' ATTACH_CREATE_US "$(key "$T4NL" ATTACH_CREATE_US)"
+        t4row 'thread create, local' CREATE_LOCAL_US "$(key "$T4NL" CREATE_LOCAL_US)"
+        t4row 'thread create, remote' CREATE_REMOTE_US "$(key "$T4NL" CREATE_REMOTE_US)"
+        t4row 'mutex lock first, local' LOCK_FIRST_LOCAL_US "$(key "$T4NL" LOCK_FIRST_LOCAL_US)"
+        t4row 'mutex lock first, remote' LOCK_FIRST_REMOTE_US "$(key "$T4NL" LOCK_FIRST_REMOTE_US)"
+        t4row 'mutex lock after, local' LOCK_AGAIN_LOCAL_US "$(key "$T4NL" LOCK_AGAIN_LOCAL_US)"
+        t4row 'mutex lock after, remote' LOCK_AGAIN_REMOTE_US "$(key "$T4NL" LOCK_AGAIN_REMOTE_US)"
+        t4row 'mutex unlock' UNLOCK_US "$(key "$T4NL" UNLOCK_US)"
+        t4row 'cond signal (call)' COND_SIGNAL_US "$(key "$T4NL" COND_SIGNAL_US)"
+        t4row 'cond wait, woken by signal' COND_WAKE_US "$(key "$T4NL" COND_WAKE_US)"
+        t4row 'cond broadcast (call)' COND_BCAST_US "$(key "$T4NL" COND_BCAST_US)"
+        t4row 'cond wait, woken by bcast' COND_BCAST_WAKE_US "$(key "$T4NL" COND_BCAST_WAKE_US)"
+        t4row 'cond ping-pong, one way' COND_PINGPONG_US "$(key "$T4NL" COND_PINGPONG_US)"
+        t4row 'barrier, 2 threads 2 nodes' BARRIER2_US "$(key "$T4NL" BARRIER2_US)"
+    } | awk -F'|' '
+        function num(v) { return v == "" ? "FAILED" : v == "-" ? "-" : sprintf("%.2f", v) }
+        function ratio(a, b,   q) {
+            if (a == "" || b == "" || b + 0 == 0) return "-"
+            q = a / b; return sprintf(q < 0.1 ? "%.3fx" : q < 10 ? "%.2fx" : q < 1e4 ? "%.1fx" : "%.0fx", q) }
+        NR == 1 { printf "%-29s %11s %12s %12s %9s %13s %9s\n", $1, $2 " (us)", $3 " (us)", $4, $5, $6, $7
+                  printf "%-29s %11s %12s %12s %9s %13s %9s\n", "-----------------------------",
+                         "-----------", "------------", "------------", "---------",
+                         "-------------", "---------"; next }
+        { printf "%-29s %11s %12s %12s %9s %13s %9s\n", $1, num($2), num($3), num($4), ratio($2, $4),
+                 num($5), ratio($2, $5) }'
+    echo
+    printf '    placement seen: %s; %s\n' "$(grep '^NODE main' "$T4L" | head -1 | cut -d' ' -f2-)" \
+        "$(grep '^NODE creates' "$T4L" | head -1 | cut -d' ' -f2-)"
+    printf '    master: %s\n' "$(grep -o 'nodes attached=.*' "$T4L" | head -1)"
+    printf '    wall time: table4 %ss (native %ss); logs %s, %s\n' \
+        "$(cat "$T4L.secs")" "$(cat "$T4NL.secs")" "$T4L" "$T4NL"
     for m in "${problems[@]}"; do echo "    PROBLEM: $m"; done
 done
 echo
