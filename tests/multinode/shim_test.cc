@@ -171,6 +171,13 @@ TEST_P(Attach, FourTimesTheThreadsOfANode)
     EXPECT_GE(detached, 4) << res.describe(); // phase 1's, in the pause
     // the attached nodes ran the threads: their statistics show work
     EXPECT_NE(res.output.find("node 4 stats:"), std::string::npos) << res.describe();
+    // each thread's line reached the launcher, from nodes detached since too
+    for (int ph = 0; ph < 2; ph++)
+        for (int i = 0; i < 8; i++) {
+            std::string line = "churn: phase " + std::to_string(ph) + " thread " +
+                               std::to_string(i) + " sum ";
+            EXPECT_NE(res.output.find(line), std::string::npos) << line << res.describe();
+        }
 }
 
 INSTANTIATE_TEST_SUITE_P(OnDemand, Attach, ::testing::Values("shm", "tcp"));

@@ -9,7 +9,8 @@
  * negated element against a serial computation, and pauses PAUSE_MS before
  * the next phase.  Relinked, with CABLES_THREADS_PER_NODE below THREADS,
  * the threads of a phase need nodes attached on demand, and the pause lets
- * the nodes whose threads all ended be detached before the next phase. */
+ * the nodes whose threads all ended be detached before the next phase.
+ * Each thread prints one line on stdout: none may be lost on detach. */
 #include "check.h"
 
 #define SLICE 4096
@@ -17,6 +18,7 @@
 static long *data; /* THREADS * SLICE, shared heap */
 static long sums[1024];
 static pthread_barrier_t all_here;
+static long phase;
 
 static void *work(void *arg)
 {
@@ -26,6 +28,7 @@ static void *work(void *arg)
         data[j] = -data[j];
     }
     sums[i] = s;
+    printf("churn: phase %ld thread %ld sum %ld\n", phase, i, s); /* on its node's stdout */
     int rc = pthread_barrier_wait(&all_here);
     return (void *)(long)(rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD);
 }
@@ -43,6 +46,7 @@ int main(int argc, char **argv)
     CHECK("malloc", data != NULL);
     pthread_t *t = malloc(sizeof *t * (size_t)nt);
     for (long ph = 0; ph < phases; ph++) {
+        phase = ph;
         for (long j = 0; j < nt * SLICE; j++)
             data[j] = (j * 7 + ph * 13) % 1000;
         CHECK_ERR("barrier_init", pthread_barrier_init(&all_here, NULL, (unsigned)nt), 0);
