@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -67,6 +68,17 @@ static cb_op_t *op_new(int dst, const cb_msg_t *hdr, const void *payload, size_t
     return op;
 }
 
+/* Wake the comm thread through the eventfd.  The raw system call, not
+ * libc's write: that is a cancellation point, and an application thread
+ * with a cancellation pending would be unwound right here, in the middle of
+ * a runtime operation (a lock request queued, a cond wait half undone),
+ * with its cleanup handlers running on that broken state. */
+static int wake_comm(void)
+{
+    uint64_t one = 1;
+    return syscall(SYS_write, evfd, &one, sizeof one) < 0 ? -1 : 0;
+}
+
 static void post(cb_op_t *op)
 {
     cb_mutex_lock(&q_mu);
@@ -75,8 +87,7 @@ static void post(cb_op_t *op)
     /* seq_cst pairs with the comm thread's store-then-check before sleeping */
     if (!atomic_load(&comm_sleeping))
         return;
-    uint64_t one = 1;
-    if (write(evfd, &one, sizeof one) < 0 && errno != EAGAIN)
+    if (wake_comm() < 0 && errno != EAGAIN)
         cb_die("cannot wake the communication thread: %s", strerror(errno));
 }
 
@@ -355,8 +366,7 @@ void cb_comm_stop(void)
         return;
     atomic_store(&comm_quit, true);
     atomic_store(&cb.comm_down, true);
-    uint64_t one = 1;
-    if (write(evfd, &one, sizeof one) < 0) {}
+    if (wake_comm() < 0) {}
     cb_thread_wait(comm_tid);
     comm_tid = 0;
     atomic_store(&comm_kid, 0);

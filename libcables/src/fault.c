@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -72,7 +73,10 @@ int cb_fault(uint64_t p, bool write)
         cb_page_unown(p, s); /* the move waits for this page: let it in */
         struct timespec ts = { 0, 100000 };
         for (int i = 0; i < 100000 && cb_home_cached(p) != cb.self; i++)
-            nanosleep(&ts, NULL); /* not owning the page meanwhile */
+            /* not owning the page meanwhile; the raw call, as libc's
+             * nanosleep is a cancellation point: a pending cancellation
+             * must not unwind the thread out of a fault */
+            syscall(SYS_nanosleep, &ts, NULL);
         return 0; /* the access faults again */
     }
     if (home < 0) {

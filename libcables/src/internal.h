@@ -29,7 +29,10 @@
 /* ---- waiting: futex words (sys.c) ----
  * The runtime never calls the pthread names a relinked program gets from
  * the shim: it has its own mutex, and starts its threads with libc's
- * pthread_create found directly. */
+ * pthread_create found directly.  Nor, on an application thread's path,
+ * any of libc's cancellation points (write, nanosleep, ...: raw system
+ * calls instead): a pending cancellation would unwind the thread from the
+ * middle of a runtime operation. */
 typedef struct { _Atomic uint32_t v; } cb_mutex_t; /* 0 free, 1 held, 2 held + waiters */
 #define CB_MUTEX_INIT { 0 }
 void cb_mutex_lock(cb_mutex_t *m);

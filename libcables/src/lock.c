@@ -176,6 +176,12 @@ int cb_lock_give(uint64_t key, uint64_t who, int kind)
         cb_mutex_unlock(&lk_mu);
         return 0;
     }
+    if (!s->held) { /* a stray unlock of a normal lock: nothing to give.  Going on
+                     * would hand the lock to local waiters (or the token to the
+                     * next node) while the token may still be on its way here. */
+        cb_mutex_unlock(&lk_mu);
+        return 0;
+    }
     cb_mutex_unlock(&lk_mu);
     cb_release();
     cb_mutex_lock(&lk_mu);

@@ -103,13 +103,6 @@ TEST_P(Posix, PassesWithThreadsOnTwoNodes)
     auto want = native_result(rel, {});
     ASSERT_EQ(want["ok"], "1");
     auto res = mn::run_cables(2, c.transport, relinked(rel), {}, { { "CABLES_STATS", "1" } });
-    // KNOWN BUG (open): about one run in ten, a thread cancelled in
-    // pthread_cond_wait on node 1 leaves the mutex held after its cleanup
-    // handler unlocked it.  Rerun once on exactly that failure, and say so.
-    if (mn::parse_result(res.output)["first"] == "cancel_cw_cleanup_unlocked_mutex") {
-        std::cerr << "KNOWN BUG seen (cancel_cw_cleanup_unlocked_mutex), rerunning once\n";
-        res = mn::run_cables(2, c.transport, relinked(rel), {}, { { "CABLES_STATS", "1" } });
-    }
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(r["ok"], "1") << res.describe();
     EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
