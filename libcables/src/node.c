@@ -163,8 +163,16 @@ int cb_node_attach(void)
     int present = 0;
     for (int k = 0; k < CB_MAX_NODES; k++)
         present += state[k] != NS_NONE && state[k] != NS_GONE;
-    if (!attach_tid || present >= cb.cfg.max_nodes || next_number >= CB_MAX_NODES)
+    if (!attach_tid || present >= cb.cfg.max_nodes)
         return -1;
+    if (next_number >= CB_MAX_NODES) {
+        static bool said;
+        if (!said)
+            fprintf(stderr, "cables: node 0: all %d node numbers were used (a number is not "
+                    "reused); threads go to the nodes there are\n", CB_MAX_NODES);
+        said = true;
+        return -1;
+    }
     int k = next_number++;
     atomic_store(&state[k], NS_ATTACHING);
     attach_t0[k] = cb_now_ns();
