@@ -1,0 +1,643 @@
+/* io.c: system calls on shared buffers.  The kernel does not raise SIGSEGV
+ * when a system call touches a page of the application view that is not
+ * present (or read-only): it fails with EFAULT, or transfers less.  So an
+ * application thread's call whose buffers overlap the shared space (GAS or
+ * the program's shared static data) first makes their pages present with
+ * the access the kernel needs, by touching them as the program would (the
+ * fault path serves the touch): a write that changes nothing (an atomic add
+ * of 0) where the kernel stores, a read where it loads.  Between the touch
+ * and the call, a concurrent acquire by another thread of this node may
+ * invalidate a page again: a call failing with EFAULT is touched and retried
+ * (TRIES times, then the EFAULT is returned).  Everything else (private
+ * buffers, the runtime's, UCX's and Open MPI's threads) goes to libc at the
+ * cost of a range check.
+ *
+ * Covered: read, write, pread, pwrite, readv, writev, preadv, pwritev
+ * (and their 64 names), recv, send, recvfrom, sendto, recvmsg, sendmsg, the
+ * _FORTIFY_SOURCE entry points of the reads (__read_chk and the like), and
+ * the path argument of open, openat, creat, fopen, unlink and remove.
+ * stdio calls read(2) and write(2) inside libc, past any interposer, on the
+ * FILE's buffer (and, for large fread/fwrite, directly on the caller's
+ * buffer): the common entry points (fread, fwrite, fgets, fputs, fgetc,
+ * getc, fputc, putc, getline, getdelim, fscanf, fprintf, fflush, fclose,
+ * fseek, getchar, scanf) make that buffer present first; the FILE structure
+ * itself is only touched by libc in user space and faults normally.
+ *
+ * Not covered: other system calls taking buffers (stat, poll, select,
+ * accept, recvmmsg, ioctl, ...), the unlocked and wide stdio variants,
+ * fflush(NULL) and the flush of every stream at exit; a transfer that
+ * comes back short because a page was invalidated mid-call is not redone
+ * (it is a legal short count).  A buffer in unallocated shared memory is a
+ * segmentation fault (as its first access would be), not EFAULT.  File
+ * descriptors are per node process: a descriptor (or a FILE) opened by a
+ * thread on one node means nothing on another. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define TRIES 4
+
+/* ---- the shared ranges and the touch ---- */
+
+/* [a, a+n) overlaps the shared space */
+static inline bool overlaps(uintptr_t a, size_t n)
+{
+    if (n == 0)
+        return false;
+    uintptr_t e = a + n < a ? UINTPTR_MAX : a + n;
+    if (cb.app && a < CB_GAS_BASE + cb.cfg.gas_size && e > CB_GAS_BASE)
+        return true;
+    for (int i = 0; i < cb.nalias; i++)
+        if (a < cb.alias[i].hi && e > cb.alias[i].lo)
+            return true;
+    return false;
+}
+
+/* this thread's call on [p, p+n) needs preparing */
+static inline bool ours(const void *p, size_t n)
+{
+    return overlaps((uintptr_t)p, n) && cb_app_thread;
+}
+
+/* touch the pages of [a, e), inside the region starting at base */
+static void touch_region(uintptr_t a, uintptr_t e, uintptr_t base, bool write)
+{
+    while (a < e) {
+        uint32_t acc = atomic_load_explicit(&cb.pst[cb_page_of(a)], memory_order_relaxed) & PG_ACC;
+        if (write && acc != PG_RW)
+            __atomic_fetch_add((volatile uint8_t *)a, 0, __ATOMIC_RELAXED);
+        else if (!write && acc == PG_NONE)
+            (void)*(volatile const uint8_t *)a;
+        a += cb.ps - (a - base) % cb.ps; /* the next page of the region */
+    }
+}
+
+/* Make the shared pages of [p, p+n) present here, writable if write. */
+static void present(const void *p, size_t n, bool write)
+{
+    uintptr_t a = (uintptr_t)p, e = a + n < a ? UINTPTR_MAX : a + n;
+    if (n == 0)
+        return;
+    if (cb.app) {
+        uintptr_t lo = CB_GAS_BASE, hi = CB_GAS_BASE + cb.cfg.gas_size;
+        if (a < hi && e > lo)
+            touch_region(a > lo ? a : lo, e < hi ? e : hi, lo, write);
+    }
+    for (int i = 0; i < cb.nalias; i++) {
+        uintptr_t lo = cb.alias[i].lo, hi = cb.alias[i].hi;
+        if (a < hi && e > lo)
+            touch_region(a > lo ? a : lo, e < hi ? e : hi, lo, write);
+    }
+}
+
+static bool iov_ours(const struct iovec *v, int n)
+{
+    if (n <= 0 || !v)
+        return false;
+    if (overlaps((uintptr_t)v, (size_t)n * sizeof *v))
+        return cb_app_thread;
+    for (int i = 0; i < n; i++)
+        if (overlaps((uintptr_t)v[i].iov_base, v[i].iov_len))
+            return cb_app_thread;
+    return false;
+}
+
+/* the kernel reads the array and stores into (write) or loads from the buffers */
+static void iov_present(const struct iovec *v, int n, bool write)
+{
+    present(v, (size_t)n * sizeof *v, false);
+    for (int i = 0; i < n; i++)
+        present(v[i].iov_base, v[i].iov_len, write);
+}
+
+static bool msg_ours(const struct msghdr *m)
+{
+    return ours(m, sizeof *m) || iov_ours(m->msg_iov, (int)m->msg_iovlen) ||
+           ours(m->msg_name, m->msg_namelen) || ours(m->msg_control, m->msg_controllen);
+}
+
+/* recvmsg stores into the header (lengths, flags) and its buffers */
+static void msg_present(const struct msghdr *m, bool write)
+{
+    present(m, sizeof *m, write);
+    iov_present(m->msg_iov, (int)m->msg_iovlen, write);
+    present(m->msg_name, m->msg_namelen, write);
+    present(m->msg_control, m->msg_controllen, write);
+}
+
+/* run call after prep; again after prep while it fails with EFAULT */
+#define RETRY(prep, call) __extension__({                           \
+        __typeof__(call) r_;                                        \
+        for (int t_ = 0;; t_++) {                                   \
+            prep;                                                   \
+            r_ = (call);                                            \
+            if (r_ != -1 || errno != EFAULT || t_ + 1 == TRIES)     \
+                break;                                              \
+        }                                                           \
+        r_; })
+
+/* libc's definition, resolved once; read and write eagerly (the runtime
+ * calls them, possibly first inside its fault handler, where dlsym is not
+ * safe) */
+#define LIBC(fn) REAL(fn)
+static ssize_t (*libc_read)(int, void *, size_t);
+static ssize_t (*libc_write)(int, const void *, size_t);
+
+__attribute__((constructor)) static void io_init(void)
+{
+    libc_read = (ssize_t (*)(int, void *, size_t))cb_libc("read");
+    libc_write = (ssize_t (*)(int, const void *, size_t))cb_libc("write");
+}
+
+/* ---- file descriptors ---- */
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+    if (!libc_read)
+        io_init();
+    if (!ours(buf, n))
+        return libc_read(fd, buf, n);
+    return RETRY(present(buf, n, true), libc_read(fd, buf, n));
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    if (!libc_write)
+        io_init();
+    if (!ours(buf, n))
+        return libc_write(fd, buf, n);
+    return RETRY(present(buf, n, false), libc_write(fd, buf, n));
+}
+
+#define POS_IO(name, ptr, off_t_, write)                                     \
+    ssize_t name(int fd, ptr buf, size_t n, off_t_ off)                      \
+    {                                                                        \
+        if (!ours(buf, n))                                                   \
+            return LIBC(name)(fd, buf, n, off);                              \
+        return RETRY(present(buf, n, write), LIBC(name)(fd, buf, n, off));   \
+    }
+POS_IO(pread, void *, off_t, true)
+POS_IO(pread64, void *, off64_t, true)
+POS_IO(pwrite, const void *, off_t, false)
+POS_IO(pwrite64, const void *, off64_t, false)
+
+ssize_t readv(int fd, const struct iovec *v, int n)
+{
+    if (!iov_ours(v, n))
+        return LIBC(readv)(fd, v, n);
+    return RETRY(iov_present(v, n, true), LIBC(readv)(fd, v, n));
+}
+
+ssize_t writev(int fd, const struct iovec *v, int n)
+{
+    if (!iov_ours(v, n))
+        return LIBC(writev)(fd, v, n);
+    return RETRY(iov_present(v, n, false), LIBC(writev)(fd, v, n));
+}
+
+#define POS_IOV(name, off_t_, write)                                          \
+    ssize_t name(int fd, const struct iovec *v, int n, off_t_ off)           \
+    {                                                                        \
+        if (!iov_ours(v, n))                                                 \
+            return LIBC(name)(fd, v, n, off);                                \
+        return RETRY(iov_present(v, n, write), LIBC(name)(fd, v, n, off));   \
+    }
+POS_IOV(preadv, off_t, true)
+POS_IOV(preadv64, off64_t, true)
+POS_IOV(pwritev, off_t, false)
+POS_IOV(pwritev64, off64_t, false)
+
+/* _FORTIFY_SOURCE's reads: the same, then libc's checking entry point */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                       struct sockaddr *from, socklen_t *fromlen);
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    if (!ours(buf, n))
+        return LIBC(__read_chk)(fd, buf, n, buflen);
+    return RETRY(present(buf, n, true), LIBC(__read_chk)(fd, buf, n, buflen));
+}
+
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    if (!ours(buf, n))
+        return LIBC(__pread_chk)(fd, buf, n, off, buflen);
+    return RETRY(present(buf, n, true), LIBC(__pread_chk)(fd, buf, n, off, buflen));
+}
+
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+    if (!ours(buf, n))
+        return LIBC(__pread64_chk)(fd, buf, n, off, buflen);
+    return RETRY(present(buf, n, true), LIBC(__pread64_chk)(fd, buf, n, off, buflen));
+}
+
+/* ---- sockets ---- */
+
+ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    if (!ours(buf, n))
+        return LIBC(recv)(fd, buf, n, flags);
+    return RETRY(present(buf, n, true), LIBC(recv)(fd, buf, n, flags));
+}
+
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+    if (!ours(buf, n))
+        return LIBC(__recv_chk)(fd, buf, n, buflen, flags);
+    return RETRY(present(buf, n, true), LIBC(__recv_chk)(fd, buf, n, buflen, flags));
+}
+
+ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    if (!ours(buf, n))
+        return LIBC(send)(fd, buf, n, flags);
+    return RETRY(present(buf, n, false), LIBC(send)(fd, buf, n, flags));
+}
+
+static bool from_ours(const void *buf, size_t n, const void *from, const socklen_t *len)
+{
+    return ours(buf, n) || ours(len, sizeof *len) || (len && ours(from, *len));
+}
+
+static void from_present(void *buf, size_t n, void *from, socklen_t *len)
+{
+    present(buf, n, true);
+    if (len) {
+        present(len, sizeof *len, true);
+        present(from, *len, true);
+    }
+}
+
+ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags, struct sockaddr *restrict from,
+                 socklen_t *restrict len)
+{
+    if (!from_ours(buf, n, from, len))
+        return LIBC(recvfrom)(fd, buf, n, flags, from, len);
+    return RETRY(from_present(buf, n, from, len), LIBC(recvfrom)(fd, buf, n, flags, from, len));
+}
+
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                       struct sockaddr *from, socklen_t *len)
+{
+    if (!from_ours(buf, n, from, len))
+        return LIBC(__recvfrom_chk)(fd, buf, n, buflen, flags, from, len);
+    return RETRY(from_present(buf, n, from, len),
+                 LIBC(__recvfrom_chk)(fd, buf, n, buflen, flags, from, len));
+}
+
+ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
+               socklen_t len)
+{
+    if (!ours(buf, n) && !ours(to, to ? len : 0))
+        return LIBC(sendto)(fd, buf, n, flags, to, len);
+    return RETRY((present(buf, n, false), present(to, to ? len : 0, false)),
+                 LIBC(sendto)(fd, buf, n, flags, to, len));
+}
+
+ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+    if (!m || !msg_ours(m))
+        return LIBC(recvmsg)(fd, m, flags);
+    return RETRY(msg_present(m, true), LIBC(recvmsg)(fd, m, flags));
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    if (!m || !msg_ours(m))
+        return LIBC(sendmsg)(fd, m, flags);
+    return RETRY(msg_present(m, false), LIBC(sendmsg)(fd, m, flags));
+}
+
+/* ---- paths: the kernel reads the string; strlen reads it first ---- */
+
+static inline bool path_ours(const char *path)
+{
+    return ours(path, 1);
+}
+
+#define PATH(path) present(path, strlen(path) + 1, false)
+
+static bool open_has_mode(int flags)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+#define OPEN(name)                                                           \
+    int name(const char *path, int flags, ...)                               \
+    {                                                                        \
+        mode_t mode = 0;                                                     \
+        if (open_has_mode(flags)) {                                          \
+            va_list ap;                                                      \
+            va_start(ap, flags);                                             \
+            mode = va_arg(ap, mode_t);                                       \
+            va_end(ap);                                                      \
+        }                                                                    \
+        if (!path_ours(path))                                                \
+            return LIBC(name)(path, flags, mode);                            \
+        return RETRY(PATH(path), LIBC(name)(path, flags, mode));             \
+    }
+OPEN(open)
+OPEN(open64)
+
+#define OPENAT(name)                                                         \
+    int name(int dir, const char *path, int flags, ...)                      \
+    {                                                                        \
+        mode_t mode = 0;                                                     \
+        if (open_has_mode(flags)) {                                          \
+            va_list ap;                                                      \
+            va_start(ap, flags);                                             \
+            mode = va_arg(ap, mode_t);                                       \
+            va_end(ap);                                                      \
+        }                                                                    \
+        if (!path_ours(path))                                                \
+            return LIBC(name)(dir, path, flags, mode);                       \
+        return RETRY(PATH(path), LIBC(name)(dir, path, flags, mode));        \
+    }
+OPENAT(openat)
+OPENAT(openat64)
+
+int creat(const char *path, mode_t mode)
+{
+    if (!path_ours(path))
+        return LIBC(creat)(path, mode);
+    return RETRY(PATH(path), LIBC(creat)(path, mode));
+}
+
+int unlink(const char *path)
+{
+    if (!path_ours(path))
+        return LIBC(unlink)(path);
+    return RETRY(PATH(path), LIBC(unlink)(path));
+}
+
+int remove(const char *path)
+{
+    if (!path_ours(path))
+        return LIBC(remove)(path);
+    return RETRY(PATH(path), LIBC(remove)(path));
+}
+
+/* fopen fails with EFAULT and returns NULL */
+#define FOPEN(name)                                                          \
+    FILE *name(const char *path, const char *mode)                           \
+    {                                                                        \
+        if (!path_ours(path))                                                \
+            return LIBC(name)(path, mode);                                   \
+        FILE *f = NULL;                                                      \
+        for (int t = 0; t < TRIES && !f; t++) {                              \
+            PATH(path);                                                      \
+            f = LIBC(name)(path, mode);                                      \
+            if (!f && errno != EFAULT)                                       \
+                break;                                                       \
+        }                                                                    \
+        return f;                                                            \
+    }
+FOPEN(fopen)
+FOPEN(fopen64)
+
+/* ---- stdio: the FILE's buffer (glibc's public struct _IO_FILE) ---- */
+
+/* input: the kernel stores into the whole buffer when libc refills it */
+static void file_in(FILE *f)
+{
+    if (!f || !cb_app_thread)
+        return;
+    char *b = f->_IO_buf_base, *e = f->_IO_buf_end;
+    if (b && e > b && overlaps((uintptr_t)b, (size_t)(e - b)))
+        present(b, (size_t)(e - b), true);
+}
+
+/* output: the kernel loads the pending output when libc flushes it */
+static void file_out(FILE *f)
+{
+    if (!f || !cb_app_thread)
+        return;
+    char *b = f->_IO_write_base, *e = f->_IO_write_ptr;
+    if (b && e > b && overlaps((uintptr_t)b, (size_t)(e - b)))
+        present(b, (size_t)(e - b), false);
+}
+
+#undef getc
+#undef putc
+#undef fgetc
+#undef fputc
+#undef getchar
+
+size_t fread(void *restrict p, size_t size, size_t n, FILE *restrict f)
+{
+    file_in(f);
+    if (size && n <= SIZE_MAX / size && ours(p, size * n))
+        present(p, size * n, true); /* large reads go straight into p */
+    return LIBC(fread)(p, size, n, f);
+}
+
+size_t fwrite(const void *restrict p, size_t size, size_t n, FILE *restrict f)
+{
+    file_out(f);
+    if (size && n <= SIZE_MAX / size && ours(p, size * n))
+        present(p, size * n, false); /* large writes go straight from p */
+    return LIBC(fwrite)(p, size, n, f);
+}
+
+char *fgets(char *restrict s, int n, FILE *restrict f)
+{
+    file_in(f);
+    return LIBC(fgets)(s, n, f);
+}
+
+/* a character at a time: only when the buffer is empty does libc read */
+#define GETC(name)                                                           \
+    int name(FILE *f)                                                        \
+    {                                                                        \
+        if (f->_IO_read_ptr >= f->_IO_read_end)                              \
+            file_in(f);                                                      \
+        return LIBC(name)(f);                                                \
+    }
+GETC(fgetc)
+GETC(getc)
+GETC(_IO_getc)
+
+int getchar(void)
+{
+    if (stdin->_IO_read_ptr >= stdin->_IO_read_end)
+        file_in(stdin);
+    return LIBC(getchar)();
+}
+
+#define PUTC(name)                                                           \
+    int name(int c, FILE *f)                                                 \
+    {                                                                        \
+        file_out(f);                                                         \
+        return LIBC(name)(c, f);                                             \
+    }
+PUTC(fputc)
+PUTC(putc)
+PUTC(_IO_putc)
+
+int fputs(const char *restrict s, FILE *restrict f)
+{
+    file_out(f);
+    return LIBC(fputs)(s, f);
+}
+
+ssize_t getline(char **restrict line, size_t *restrict n, FILE *restrict f)
+{
+    file_in(f);
+    return LIBC(getline)(line, n, f);
+}
+
+ssize_t getdelim(char **restrict line, size_t *restrict n, int delim, FILE *restrict f)
+{
+    file_in(f);
+    return LIBC(getdelim)(line, n, delim, f);
+}
+
+ssize_t __getdelim(char **restrict line, size_t *restrict n, int delim, FILE *restrict f);
+ssize_t __getdelim(char **restrict line, size_t *restrict n, int delim, FILE *restrict f)
+{
+    file_in(f);
+    return LIBC(__getdelim)(line, n, delim, f);
+}
+
+int fflush(FILE *f)
+{
+    file_out(f); /* not fflush(NULL): libc's list of streams is its own */
+    return LIBC(fflush)(f);
+}
+
+int fclose(FILE *f)
+{
+    file_out(f);
+    return LIBC(fclose)(f);
+}
+
+/* a seek flushes, and may read the block it lands in */
+int fseek(FILE *f, long off, int whence)
+{
+    file_out(f);
+    file_in(f);
+    return LIBC(fseek)(f, off, whence);
+}
+
+int fseeko(FILE *f, off_t off, int whence)
+{
+    file_out(f);
+    file_in(f);
+    return LIBC(fseeko)(f, off, whence);
+}
+
+void rewind(FILE *f)
+{
+    file_out(f);
+    file_in(f);
+    LIBC(rewind)(f);
+}
+
+int vfprintf(FILE *restrict f, const char *restrict fmt, va_list ap)
+{
+    file_out(f);
+    return LIBC(vfprintf)(f, fmt, ap);
+}
+
+int fprintf(FILE *restrict f, const char *restrict fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vfprintf(f, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap);
+int __fprintf_chk(FILE *f, int flag, const char *fmt, ...);
+int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
+{
+    file_out(f);
+    return LIBC(__vfprintf_chk)(f, flag, fmt, ap);
+}
+
+int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vfprintf_chk(f, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* scanf: glibc's headers may name fscanf as __isoc99_fscanf (strict C99
+ * and later), so the old names are defined under their assembler names */
+int __isoc99_vfscanf(FILE *restrict f, const char *restrict fmt, va_list ap);
+int __isoc99_fscanf(FILE *restrict f, const char *restrict fmt, ...);
+int __isoc99_scanf(const char *restrict fmt, ...);
+int gnu_vfscanf(FILE *restrict f, const char *restrict fmt, va_list ap) __asm__("vfscanf");
+int gnu_fscanf(FILE *restrict f, const char *restrict fmt, ...) __asm__("fscanf");
+int gnu_scanf(const char *restrict fmt, ...) __asm__("scanf");
+
+typedef int (*vfscanf_fn)(FILE *, const char *, va_list);
+
+int gnu_vfscanf(FILE *restrict f, const char *restrict fmt, va_list ap)
+{
+    static vfscanf_fn real;
+    if (!real)
+        real = (vfscanf_fn)cb_libc("vfscanf");
+    file_in(f);
+    return real(f, fmt, ap);
+}
+
+int __isoc99_vfscanf(FILE *restrict f, const char *restrict fmt, va_list ap)
+{
+    static vfscanf_fn real;
+    if (!real)
+        real = (vfscanf_fn)cb_libc("__isoc99_vfscanf");
+    file_in(f);
+    return real(f, fmt, ap);
+}
+
+int gnu_fscanf(FILE *restrict f, const char *restrict fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = gnu_vfscanf(f, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int __isoc99_fscanf(FILE *restrict f, const char *restrict fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __isoc99_vfscanf(f, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int gnu_scanf(const char *restrict fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = gnu_vfscanf(stdin, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int __isoc99_scanf(const char *restrict fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __isoc99_vfscanf(stdin, fmt, ap);
+    va_end(ap);
+    return r;
+}
