@@ -319,6 +319,7 @@ static void *pack_table(size_t *len)
 /* master: every node knows of attached node k: it gets the table */
 static void attach_done(int k)
 {
+    atomic_store(&state[k], NS_UP);
     size_t tlen;
     void *t = pack_table(&tlen);
     cb_msg_t r = { .type = M_TABLE, .a = (uint64_t)atomic_load(&cb.nnodes) };
@@ -344,6 +345,8 @@ void cb_on_hello(const cb_msg_t *m, const void *p, size_t len)
     *hello_req[k] = *m;
     add_node(i);
     if (k >= cb.launched) {
+        /* not up for us until every node knows it: placements on it wait */
+        atomic_store(&state[k], NS_ATTACHING);
         table_acks[k] = 0;
         for (int n = 1; n < atomic_load(&cb.nnodes); n++)
             if (n != k && cb_node_up(n)) {
@@ -409,6 +412,7 @@ void cb_on_table_ack(const cb_msg_t *m)
  *                carries how many k must see
  *   k            leaves once it has them all (statistics, MPI, exit) ---- */
 static bool leaving;         /* k: the master let us go */
+static _Atomic bool finishing; /* master: the program ends: no node leaves now */
 static int flushes, flushes_due = -1;
 static int64_t left_count[CB_MAX_NODES], handed[CB_MAX_NODES]; /* master */
 
@@ -423,9 +427,13 @@ void cb_node_idle(void)
 void cb_on_node_idle(const cb_msg_t *m)
 {
     int k = m->src;
-    if (state[k] != NS_UP || cb_place_load(k) > 0 || atomic_load(&cb.stopping))
+    if (state[k] != NS_UP || cb_place_load(k) > 0)
         return; /* a thread was placed there meanwhile: it will say idle again */
     atomic_store(&state[k], NS_LEAVING);
+    if (atomic_load(&finishing)) { /* the master's finish may not have seen it leave */
+        atomic_store(&state[k], NS_UP);
+        return;
+    }
     left_count[k] = -1;
     handed[k] = 0;
     cb_lock_recall(k);
@@ -575,6 +583,7 @@ void cb_node_finish(void)
     cb_app_thread = false; /* what follows (MPI's finalization too) is the runtime's */
     fflush(NULL); /* the program's output reaches the launcher before the node goes */
     if (cb.self == 0) {
+        atomic_store(&finishing, true);
         attach_stop();
         int n = atomic_load(&cb.nnodes), up = 0;
         for (int k = 1; k < n; k++)
