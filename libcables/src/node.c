@@ -26,6 +26,7 @@ static _Atomic bool table_ready;
 /* what this node knows of each node number (a number is never reused) */
 enum { NS_NONE, NS_ATTACHING, NS_UP, NS_LEAVING, NS_GONE };
 static _Atomic uint8_t state[CB_MAX_NODES];
+static _Atomic bool finishing; /* master: the program ends: no node comes or goes now */
 
 bool cb_node_up(int k)
 {
@@ -96,7 +97,9 @@ static size_t master_info_len;
 static pthread_t attach_tid;
 static cb_mutex_t attach_mu = CB_MUTEX_INIT;
 static _Atomic uint32_t attach_word; /* bumped for each request (futex) */
-static int attach_q[CB_MAX_NODES], attach_qn; /* node numbers to spawn, under attach_mu */
+/* under attach_mu: k < CB_MAX_NODES: spawn node k; CB_MAX_NODES + k: leave
+ * the intercommunicator of detached node k (each happens once per number) */
+static int attach_q[2 * CB_MAX_NODES], attach_qn;
 static bool attach_quit;
 static int next_number; /* master comm thread: the number of the next attached node */
 static uint64_t attach_t0[CB_MAX_NODES];
@@ -173,8 +176,13 @@ int cb_node_attach(void)
         said = true;
         return -1;
     }
-    int k = next_number++;
+    int k = next_number;
     atomic_store(&state[k], NS_ATTACHING);
+    if (atomic_load(&finishing)) { /* store, then check: the finish sees it or we see it */
+        atomic_store(&state[k], NS_NONE);
+        return -1;
+    }
+    next_number++;
     attach_t0[k] = cb_now_ns();
     attach_post(k, false);
     return k;
@@ -412,7 +420,6 @@ void cb_on_table_ack(const cb_msg_t *m)
  *                carries how many k must see
  *   k            leaves once it has them all (statistics, MPI, exit) ---- */
 static bool leaving;         /* k: the master let us go */
-static _Atomic bool finishing; /* master: the program ends: no node leaves now */
 static int flushes, flushes_due = -1;
 static int64_t left_count[CB_MAX_NODES], handed[CB_MAX_NODES]; /* master */
 
