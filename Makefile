@@ -29,10 +29,17 @@ BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 PT_SRCS   := $(wildcard apps/*.c tests/posix/*.c bench/pthreads/*.c)
 PT_CABLES := $(patsubst %.c,$(BUILD)/%,$(PT_SRCS))
 PT_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(PT_SRCS))
+# programs written for the SPLASH-2 M4 macros (.C): expanded with
+# m4macros/c.m4.cables and built with cables-cc into build/<path>, and with
+# c.m4.pthreads and cc into build/native/<path> (the native baseline)
+M4_SRCS   := $(wildcard splash2/*.C m4macros/tests/*.C)
+M4_CABLES := $(patsubst %.C,$(BUILD)/%,$(M4_SRCS))
+M4_NATIVE := $(patsubst %.C,$(BUILD)/native/%,$(M4_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
 MULTI     := $(BUILD)/tests/multinode_tests
 
-all: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE)
+all: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE) \
+     $(M4_CABLES) $(M4_NATIVE)
 
 $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h pthread_shim/src/shim.h
 	@mkdir -p $(dir $@)
@@ -76,6 +83,24 @@ $(PT_CABLES): $(BUILD)/%: $(BUILD)/obj/%.o $(CC_DRIVER) $(LIB) $(LINK_OBJS)
 
 .SECONDARY: $(patsubst %.c,$(BUILD)/obj/%.o,$(PT_SRCS))
 
+$(BUILD)/m4/cables/%.c: %.C m4macros/c.m4.cables
+	@mkdir -p $(dir $@)
+	m4 m4macros/c.m4.cables $< > $@
+
+$(BUILD)/m4/native/%.c: %.C m4macros/c.m4.pthreads
+	@mkdir -p $(dir $@)
+	m4 m4macros/c.m4.pthreads $< > $@
+
+$(M4_CABLES): $(BUILD)/%: $(BUILD)/m4/cables/%.c $(CC_DRIVER) $(LIB) $(LINK_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC_DRIVER) -std=gnu11 $(OPT) -Wall -pthread $< -o $@ -lm
+
+$(M4_NATIVE): $(BUILD)/native/%: $(BUILD)/m4/native/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) -Wall -pthread $< -o $@ -lm
+
+.SECONDARY: $(patsubst %.C,$(BUILD)/m4/cables/%.c,$(M4_SRCS)) $(patsubst %.C,$(BUILD)/m4/native/%.c,$(M4_SRCS))
+
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $(DEPS_CFLAGS) $< -o $@ $(LINK_CABLES) $(DEPS_LIBS)
@@ -110,6 +135,8 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
 	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
 	install -m 644 libcables/include/cables.h $(PREFIX)/include/cables.h
+	install -d $(PREFIX)/share/cables
+	install -m 644 m4macros/c.m4.cables m4macros/c.m4.pthreads $(PREFIX)/share/cables/
 	sed 's|^CABLES_LIBDIR=.*|CABLES_LIBDIR=$(abspath $(PREFIX))/lib|' tools/cables-run > $(PREFIX)/bin/cables-run
 	sed 's|^CABLES_PREFIX=.*|CABLES_PREFIX=$(abspath $(PREFIX))|' tools/cables-cc > $(PREFIX)/bin/cables-cc
 	chmod 755 $(PREFIX)/bin/cables-run $(PREFIX)/bin/cables-cc

@@ -20,7 +20,14 @@
         if (!real_) real_ = (__typeof__(&fn))cb_libc(#fn);       \
         real_; })
 
-static inline bool shared_obj(const volatile void *p) { return cb_in_gas((uintptr_t)p); }
+/* A cluster object: in the GAS, used by an application thread.  The
+ * runtime's own code (its threads, and what it calls, such as MPI's
+ * finalization on a main thread still on its GAS stack after exit() in
+ * main) gets libc for objects there too. */
+static inline bool shared_obj(const volatile void *p)
+{
+    return cb_app_thread && cb_in_gas((uintptr_t)p);
+}
 
 /* An absolute time on clock c as a CLOCK_MONOTONIC deadline in ns; -1 when
  * the time is invalid (EINVAL). */

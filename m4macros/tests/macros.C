@@ -1,0 +1,134 @@
+/* macros.C: every macro of the set, used the way SPLASH programs use them
+ * (statement macros without a trailing `;', *DEC macros inside a struct,
+ * G_MALLOC before MAIN_INITENV and in workers, both CREATE forms).
+ * Usage: macros NPROCS      RESULT ok=1 checks=N */
+MAIN_ENV
+
+#define STEPS 20
+
+struct GlobalMemory {
+    LOCKDEC(lock)
+    ALOCKDEC(locks, 8)
+    BARDEC(start)
+    PAUSEDEC(go)
+    GSDEC(gs)
+    CONDVARDEC(cv)
+    long counter, taken, flag, stepdone;
+    long sum[MAX_THREADS];
+} *Global;
+
+long P, early[4];
+long late; /* a file-scope global written after CREATE, read after a barrier */
+static int bad;
+
+static void check(int ok, const char *what)
+{
+    if (!ok) {
+        bad++;
+        fprintf(stderr, "FAIL %s\n", what);
+    }
+}
+
+void Worker(void)
+{
+    long id, s;
+    GET_PID(id)
+    char *mine = (char *)G_MALLOC(100)
+    memset(mine, (int)id, 100);
+    BARRIER(Global->start, P)
+    check(late == 42, "global written after CREATE seen after the barrier");
+    for (int i = 0; i < STEPS; i++) {
+        LOCK(Global->lock)
+        Global->counter++;
+        UNLOCK(Global->lock)
+        ALOCK(Global->locks, i % 8)
+        Global->sum[id] += i;
+        AULOCK(Global->locks, i % 8)
+    }
+    for (;;) {
+        GETSUB(Global->gs, s, 99, P)
+        if (s < 0)
+            break;
+        LOCK(Global->lock)
+        Global->taken++;
+        UNLOCK(Global->lock)
+    }
+    BARRIER(Global->start, P)
+    if (id == 0) {
+        SETPAUSE(Global->go)
+    } else {
+        WAITPAUSE(Global->go)
+    }
+    for (int step = 0; step < 3; step++) {
+        BARRIER(Global->start, P)
+        if (id == 0) {
+            CONDVARINIT(Global->cv) /* re-initialised by a worker every step */
+        }
+        BARRIER(Global->start, P)
+        LOCK(Global->lock)
+        if (++Global->stepdone == P * (step + 1)) {
+            CONDVARBCAST(Global->cv)
+        } else {
+            while (Global->stepdone < P * (step + 1))
+                CONDVARWAIT(Global->cv, Global->lock)
+        }
+        UNLOCK(Global->lock)
+    }
+    check(AGETL(Global->stepdone) >= 3 * P, "condvar steps");
+    FULL_FENCE
+    G_FREE(mine)
+}
+
+void Single(void)
+{
+    LOCK(Global->lock)
+    Global->flag++;
+    UNLOCK(Global->lock)
+}
+
+int main(int argc, char **argv)
+{
+    unsigned long t0, t1;
+    P = argc > 1 ? atol(argv[1]) : 4;
+    if (P < 1 || P > 64) {
+        fprintf(stderr, "usage: macros NPROCS (1-64)\n");
+        return 2;
+    }
+    Global = (struct GlobalMemory *)G_MALLOC(sizeof(struct GlobalMemory));
+    char *huge = (char *)G_MALLOC(16UL << 30) /* asked for, never touched but two bytes */
+    huge[0] = 1;
+    huge[(16UL << 30) - 1] = 2;
+    MAIN_INITENV(, 1 << 20)
+    CLOCK(t0)
+    LOCKINIT(Global->lock)
+    ALOCKINIT(Global->locks, 8)
+    BARINIT(Global->start, P)
+    PAUSEINIT(Global->go)
+    GSINIT(Global->gs)
+    CONDVARINIT(Global->cv)
+    early[0] = 7;
+    SPLASH3_ROI_BEGIN
+    /* the classic form: one new thread per CREATE, main is thread 0 */
+    for (long i = 1; i < P; i++)
+        CREATE(Worker)
+    late = 42;
+    Worker();
+    WAIT_FOR_END(P - 1)
+    SPLASH3_ROI_END
+    /* the current form: n-1 new threads, then the caller */
+    CREATE(Single, 3)
+    WAIT_FOR_END(2)
+    CLOCK(t1)
+    check(Global->counter == STEPS * P, "lock counter");
+    long total = 0;
+    for (long i = 0; i < P; i++)
+        total += Global->sum[i];
+    check(total == P * (STEPS * (STEPS - 1) / 2), "array locks");
+    check(Global->taken == 100, "subscripts 0..99 handed out once each");
+    check(Global->flag == 3, "CREATE(proc, n)");
+    check(huge[0] == 1 && huge[(16UL << 30) - 1] == 2, "huge lazy G_MALLOC");
+    check(t1 >= t0, "CLOCK");
+    check(PAGE_SIZE == 4096, "PAGE_SIZE");
+    printf("RESULT ok=%d checks=9 nprocs=%ld\n", bad == 0, P);
+    MAIN_END
+}

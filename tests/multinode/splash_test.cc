@@ -1,0 +1,62 @@
+// Programs written for the SPLASH-2 M4 macros (m4macros/, splash2/): each
+// is expanded twice from one source, with c.m4.pthreads and cc (native)
+// and with c.m4.cables and cables-cc, and must print the native RESULT line
+// (its own check passed, and the same check values) at 1, 2 and 4 nodes
+// over shm and tcp.  A program prints only values that its arguments
+// determine (no timings) on that line.
+#include "harness.h"
+
+using mn::Cfg;
+
+namespace {
+
+struct M4Prog {
+    const char *path; // under the build directory, without native/
+    std::vector<std::string> args;
+};
+
+// small sizes: a few seconds on 4 nodes of this machine
+const M4Prog kProgs[] = {
+    { "m4macros/tests/macros", { "4" } },
+};
+
+} // namespace
+
+struct M4Case {
+    Cfg cfg;
+    M4Prog prog;
+};
+
+class Splash : public ::testing::TestWithParam<M4Case> {};
+
+TEST_P(Splash, MacrosOnCablesGiveTheNativeResult)
+{
+    const M4Case c = GetParam();
+    std::vector<std::string> argv = { mn::build_dir() + "/native/" + c.prog.path };
+    argv.insert(argv.end(), c.prog.args.begin(), c.prog.args.end());
+    auto nat = mn::run(argv, {}, 120);
+    ASSERT_TRUE(nat.ok()) << nat.describe();
+    auto want = mn::parse_result(nat.output);
+    ASSERT_EQ(want["ok"], "1") << nat.describe();
+    auto res = mn::run_cables(c.cfg.nodes, c.cfg.transport, mn::build_dir() + "/" + c.prog.path,
+                              c.prog.args, {}, {}, 120);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r, want) << res.describe();
+}
+
+std::vector<M4Case> m4_cases()
+{
+    std::vector<M4Case> v;
+    for (const M4Prog &p : kProgs)
+        for (const Cfg &c : mn::all_cfgs())
+            v.push_back({ c, p });
+    return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, Splash, ::testing::ValuesIn(m4_cases()),
+                         [](const ::testing::TestParamInfo<M4Case> &i) {
+                             std::string n = i.param.prog.path;
+                             n = n.substr(n.rfind('/') + 1);
+                             return n + "_" + std::to_string(i.param.cfg.nodes) + "nodes_" +
+                                    i.param.cfg.transport;
+                         });
