@@ -18,6 +18,8 @@ struct M4Prog {
 // small sizes: a few seconds on 4 nodes of this machine
 const M4Prog kProgs[] = {
     { "m4macros/tests/macros", { "4" } },
+    { "splash2/fft", { "-m", "12", "-p", "4" } },
+    { "splash2/radix", { "-n", "65536", "-p", "4" } },
 };
 
 } // namespace
