@@ -18,6 +18,7 @@ struct M4Prog {
 // small sizes: a few seconds on 4 nodes of this machine
 const M4Prog kProgs[] = {
     { "m4macros/tests/macros", { "4" } },
+    { "splash2/lu", { "-n", "128", "-p", "4", "-b", "16" } },
 };
 
 } // namespace
