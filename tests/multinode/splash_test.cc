@@ -20,6 +20,7 @@ const M4Prog kProgs[] = {
     { "m4macros/tests/macros", { "4" } },
     { "splash2/fft", { "-m", "12", "-p", "4" } },
     { "splash2/radix", { "-n", "65536", "-p", "4" } },
+    { "splash2/lu", { "-n", "128", "-p", "4", "-b", "16" } },
 };
 
 } // namespace
