@@ -22,6 +22,7 @@ const M4Prog kProgs[] = {
     { "splash2/radix", { "-n", "65536", "-p", "4" } },
     { "splash2/lu", { "-n", "128", "-p", "4", "-b", "16" } },
     { "splash2/ocean", { "-n", "64", "-p", "4" } },
+    { "splash2/water", { "-n", "64", "-p", "4", "-s", "5" } },
 };
 
 } // namespace
