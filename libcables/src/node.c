@@ -305,7 +305,7 @@ void cb_node_start(int *argc, char ***argv)
 
 bool cb_node_joined(void) { return atomic_load(&table_ready); }
 
-/* the table of the nodes up, each entry packed; nodes[] may be NULL */
+/* the table entries of the nodes up, packed back to back (malloc'd) */
 static void *pack_table(size_t *len)
 {
     size_t tlen = 0;
