@@ -141,6 +141,10 @@ void cb_config_load(cb_config_t *c)
         whole(v, 1, 1 << 20, &c->threads_per_node))
         cb_die("CABLES_THREADS_PER_NODE='%s' must be a whole number of threads from 1 to %d",
                v, 1 << 20);
+    c->page_group = 16;
+    if ((v = env("CABLES_PAGE_GROUP")) && whole(v, 1, CB_MAX_PAGE_GROUP, &c->page_group))
+        cb_die("CABLES_PAGE_GROUP='%s' must be a whole number of pages from 1 to %d", v,
+               CB_MAX_PAGE_GROUP);
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,

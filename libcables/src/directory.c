@@ -97,6 +97,27 @@ void cb_on_dir_lookup(const cb_msg_t *m)
     cb_reply(m, &r, NULL, 0, false);
 }
 
+/* master: pages whose move is under way (until M_MOVE_DONE) */
+typedef struct { uint64_t page; int to; UT_hash_handle hh; } moving_t;
+static moving_t *moving;
+
+static moving_t *moving_find(uint64_t p)
+{
+    moving_t *x;
+    HASH_FIND(hh, moving, &p, sizeof p, x);
+    return x;
+}
+
+static void moving_start(uint64_t p, int to)
+{
+    moving_t *x = malloc(sizeof *x);
+    if (!x)
+        cb_die("out of memory for a home move");
+    x->page = p;
+    x->to = to;
+    HASH_ADD(hh, moving, page, sizeof x->page, x);
+}
+
 /* M_FETCH via the directory (at the master): answer, or pass the request
  * to the home, which answers the requester directly. */
 void cb_on_fetch_dir(const cb_msg_t *m)
@@ -109,11 +130,24 @@ void cb_on_fetch_dir(const cb_msg_t *m)
         cb_reply(m, &r, NULL, 0, false);
         return;
     }
-    if (d[p] == 0)
-        d[p] = (int16_t)(place(al, p, m->src) + 1);
+    if (d[p] == 0) {
+        /* the first touch of a page homes its whole group (the aligned
+         * CABLES_PAGE_GROUP pages of its allocation that have no home yet):
+         * one fault then maps the group, as a huge page would */
+        uint64_t g = (uint64_t)cb.cfg.page_group, first = al->first + (p - al->first) / g * g;
+        uint64_t end = first + g < al->first + al->npages ? first + g : al->first + al->npages;
+        for (uint64_t q = first; q < end; q++)
+            if (d[q] == 0 && !moving_find(q))
+                d[q] = (int16_t)(place(al, q, m->src) + 1);
+    }
     int home = d[p] - 1;
     if (home == m->src) {
-        cb_msg_t r = { .type = M_PAGE, .a = PAGE_YOURS, .b = (uint64_t)home };
+        /* with it, the pages after it that are the requester's too, as many
+         * as it can take (c) */
+        uint64_t n = 1, end = al->first + al->npages;
+        while (n < m->c && p + n < end && d[p + n] == m->src + 1 && !moving_find(p + n))
+            n++;
+        cb_msg_t r = { .type = M_PAGE, .a = PAGE_YOURS, .b = (uint64_t)home, .c = n };
         cb_reply(m, &r, NULL, 0, false);
         return;
     }
@@ -135,27 +169,6 @@ int cables_home_of(const void *addr)
         return h;
     cb_msg_t m = { .type = M_DIR_LOOKUP, .a = p, .b = 1 };
     return (int)cb_rpc(0, &m, NULL);
-}
-
-/* master: pages whose move is under way (until M_MOVE_DONE) */
-typedef struct { uint64_t page; int to; UT_hash_handle hh; } moving_t;
-static moving_t *moving;
-
-static moving_t *moving_find(uint64_t p)
-{
-    moving_t *x;
-    HASH_FIND(hh, moving, &p, sizeof p, x);
-    return x;
-}
-
-static void moving_start(uint64_t p, int to)
-{
-    moving_t *x = malloc(sizeof *x);
-    if (!x)
-        cb_die("out of memory for a home move");
-    x->page = p;
-    x->to = to;
-    HASH_ADD(hh, moving, page, sizeof x->page, x);
 }
 
 /* ---- moving a home ----

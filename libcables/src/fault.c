@@ -24,16 +24,17 @@ static struct sigaction app_segv; /* what the application (or libc) had */
  * page is moving to this node (the caller lets the move land, then
  * faults again). */
 enum { FETCH_RETRY = -2 };
-static int fetch(uint64_t p, int home)
+static int fetch(uint64_t p, int home, uint32_t *got)
 {
     uint64_t t0 = cb_now_ns();
     if (atomic_load(&cb.comm_down))
         cb_die("node %d: shared page %llu accessed after the node left the cluster (at exit, "
                "after the runtime stopped); its data cannot be fetched", cb.self,
                (unsigned long long)p);
+    cb_populate(cb_proto_page(p), *got * cb.ps, true); /* the reply lands there */
     for (;;) {
-        cb_waiter_t w = { .dst = cb_proto_page(p) };
-        cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0 };
+        cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got };
+        cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0, .c = *got };
         cb_call(home < 0 ? 0 : home, &m, NULL, 0, &w);
         if (home < 0)
             STAT_ADD(dir_lookups, 1);
@@ -43,17 +44,71 @@ static int fetch(uint64_t p, int home)
         if (home == cb.self && w.value == PAGE_MOVED)
             return FETCH_RETRY; /* the page is on its way here: only its arrival makes us home */
         cb_home_set(p, home);
-        if (w.value == PAGE_YOURS) {
-            STAT_ADD(homes_owned, 1);
+        if (w.value == PAGE_YOURS) { /* with the pages after it the directory gave us */
+            *got = w.value3 >= 1 && w.value3 <= *got ? (uint32_t)w.value3 : 1;
+            STAT_ADD(homes_owned, *got);
             return home;
         }
-        if (w.value == PAGE_DATA)
+        if (w.value == PAGE_DATA) {
+            *got = (uint32_t)(w.len / cb.ps);
             break;
+        }
         /* PAGE_MOVED: follow the home */
     }
-    STAT_ADD(pages_fetched, 1);
+    STAT_ADD(pages_fetched, *got);
+    STAT_ADD(fetches, 1);
     STAT_ADD(fetch_ns, cb_now_ns() - t0);
     return home;
+}
+
+/* Prefetch: the invalid pages right after p with the same home (or one not
+ * known here yet) come with it in one reply, as far as the home is theirs
+ * (a fetch costs its round trip, hardly its bytes).  Takes those it can own
+ * without waiting; their states go to state[]. */
+static uint32_t take_next(uint64_t p, int home, uint32_t *state)
+{
+    uint32_t k = 0;
+    while (k + 1 < (uint32_t)cb.cfg.page_group && p + k + 1 < cb.npages &&
+           (cb_home_cached(p + k + 1) == home || cb_home_cached(p + k + 1) < 0)) {
+        uint64_t q = p + k + 1;
+        uint32_t s;
+        if (cb_app_page(q) != cb_app_page(q - 1) + cb.ps || !cb_page_try_own(q, &s))
+            break;
+        if ((s & PG_ACC) != PG_NONE) {
+            cb_page_unown(q, s);
+            break;
+        }
+        state[k++] = s;
+    }
+    return k;
+}
+
+/* Write-ahead: the clean shared home pages right after a home page that
+ * took a write fault are opened with it (page.c, EV_WRITE_AHEAD), as a run
+ * is mostly written in order.  Returns how many; they stay owned. */
+static uint32_t open_next(uint64_t p, uint32_t *next)
+{
+    uint32_t k = 0;
+    while (k + 1 < (uint32_t)cb.cfg.page_group && p + k + 1 < cb.npages &&
+           cb_home_cached(p + k + 1) == cb.self) {
+        uint64_t q = p + k + 1;
+        uint32_t s;
+        if (cb_app_page(q) != cb_app_page(q - 1) + cb.ps || !cb_page_try_own(q, &s))
+            break;
+        cb_page_step_t st = cb_page_next(s, true, EV_WRITE_AHEAD);
+        if (!st.act) {
+            cb_page_unown(q, s);
+            break;
+        }
+        next[k++] = st.next;
+    }
+    if (k)
+        cb_populate(cb.twins + (p + 1) * cb.ps, k * cb.ps, true);
+    for (uint32_t i = 1; i <= k; i++) {
+        memcpy(cb.twins + (p + i) * cb.ps, cb_proto_page(p + i), cb.ps);
+        cb_dirty_push(p + i);
+    }
+    return k;
 }
 
 int cb_fault(uint64_t p, bool write)
@@ -61,14 +116,45 @@ int cb_fault(uint64_t p, bool write)
     uint32_t s = cb_page_own(p);
     int home = cb_home_cached(p);
     bool fetched = false;
+    uint32_t got = 1, next_state[CB_MAX_PAGE_GROUP], nnext = 0;
     if (home < 0 && (s & PG_ACC) == PG_NONE) {
-        home = fetch(p, -1);
+        nnext = take_next(p, -1, next_state);
+        got = 1 + nnext;
+        home = fetch(p, -1, &got);
         fetched = home >= 0 && home != cb.self;
+        if (home < 0)
+            got = 1;
     }
     bool is_home = home == cb.self;
     cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
-    if (home >= 0 && st.act & ACT_FETCH && !fetched)
-        home = fetch(p, home);
+    if (home >= 0 && st.act & ACT_FETCH && !fetched) {
+        nnext = take_next(p, home, next_state);
+        got = 1 + nnext;
+        home = fetch(p, home, &got);
+        if (home < 0)
+            got = 1;
+    }
+    /* the pages that came with p: copies fetched with it (readable), or
+     * pages the directory made ours with it (accessed as p is); one
+     * mprotect, p's too when it gets the same.  The others stay as they were. */
+    bool counted = st.act != 0;
+    enum cb_page_event xev = is_home && write ? EV_WRITE_FAULT : EV_READ_FAULT;
+    int xprot = PROT_READ;
+    for (uint32_t i = 0; i + 1 < got; i++) {
+        cb_home_set(p + 1 + i, home);
+        next_state[i] = cb_page_next(next_state[i], is_home, xev).next;
+        xprot = cb_page_prot(next_state[i]);
+    }
+    bool with_p = got > 1 && (st.act & ACT_PROTECT) && cb_page_prot(st.next) == xprot;
+    if (got > 1) {
+        uint64_t first = with_p ? p : p + 1, n = got - !with_p;
+        cb_page_protect(first, n, xprot);
+        cb_populate(cb_app_page(first), n * cb.ps, xprot & PROT_WRITE);
+    }
+    for (uint32_t i = 0; i < nnext; i++)
+        cb_page_unown(p + 1 + i, next_state[i]);
+    if (with_p)
+        st.act &= ~(unsigned)ACT_PROTECT;
     if (home == FETCH_RETRY) {
         cb_page_unown(p, s); /* the move waits for this page: let it in */
         struct timespec ts = { 0, 100000 };
@@ -89,9 +175,19 @@ int cb_fault(uint64_t p, bool write)
     }
     if (st.act & ACT_LIST)
         cb_dirty_push(p);
-    if (st.act & ACT_PROTECT)
+    if (st.act & ACT_PROTECT && is_home && write && s & PG_SHARED) {
+        uint32_t k = open_next(p, next_state);
+        cb_page_protect(p, 1 + k, PROT_READ | PROT_WRITE);
+        cb_populate(cb_app_page(p), (1 + k) * cb.ps, true);
+        for (uint32_t i = 0; i < k; i++)
+            cb_page_unown(p + 1 + i, next_state[i]);
+        STAT_ADD(written_ahead, k);
+    } else if (st.act & ACT_PROTECT) {
         cb_page_protect(p, 1, cb_page_prot(st.next));
-    if (st.act) {
+        if (st.next & PG_ACC)
+            cb_populate(cb_app_page(p), cb.ps, (st.next & PG_ACC) == PG_RW);
+    }
+    if (counted) {
         if (write) STAT_ADD(write_faults, 1);
         else STAT_ADD(read_faults, 1);
         if (is_home) STAT_ADD(home_faults, 1);

@@ -174,6 +174,12 @@ static bool stack_page_changed(uint64_t p)
     return true;
 }
 
+static int by_page(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 void cb_release(void)
 {
     uint32_t *list;
@@ -188,14 +194,25 @@ void cb_release(void)
     uint32_t *pages = malloc(4 * (size_t)n), nw = 0; /* the interval's written pages */
     if (!pages || !batch)
         cb_die("out of memory closing an interval");
+    /* written home pages are write-protected, neighbours with one call,
+     * and stay owned until then: their states wait in held[] */
+    qsort(list, n, sizeof *list, by_page);
+    uint32_t *held = malloc(4 * (size_t)n);
+    if (!held)
+        cb_die("out of memory closing an interval");
+    cb_prot_run_t run = { 0 };
     for (uint32_t i = 0; i < n; i++) {
         uint64_t p = list[i];
         uint32_t s = cb_page_own(p);
         int home = cb_home_cached(p);
         bool written = true;
         cb_page_step_t st = cb_page_next(s, home == cb.self, EV_RELEASE);
-        if (st.act & ACT_PROTECT)
-            cb_page_protect(p, 1, cb_page_prot(st.next));
+        held[i] = UINT32_MAX;
+        if (st.act & ACT_PROTECT) { /* a home page: no diff */
+            cb_prot_run(&run, p, cb_page_prot(st.next));
+            held[i] = st.next | (s & PG_TWIN);
+            continue;
+        }
         if (st.act & ACT_DIFF && !diff_add(&batch[home], p, acks)) {
             st = cb_page_next(st.next, false, EV_IDLE);
             cb_page_protect(p, 1, cb_page_prot(st.next));
@@ -209,6 +226,18 @@ void cb_release(void)
             pages[nw++] = (uint32_t)p;
         cb_page_unown(p, st.next);
     }
+    cb_prot_run_end(&run);
+    for (uint32_t i = 0; i < n; i++) {
+        if (held[i] == UINT32_MAX)
+            continue;
+        uint64_t p = list[i];
+        /* opened with a neighbour's write fault: noticed if it was written
+         * (compared now that no thread can write it) */
+        if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps))
+            pages[nw++] = (uint32_t)p;
+        cb_page_unown(p, held[i] & ~(uint32_t)PG_TWIN);
+    }
+    free(held);
     for (int h = 0; h < CB_MAX_NODES; h++)
         diff_send(&batch[h], h, acks);
     free(batch);
@@ -254,22 +283,43 @@ void cb_acquire(const uint32_t *target)
     }
     cb_mutex_unlock(&log_mu);
 
+    /* in page order, once each: neighbours share a protection change, and
+     * a page is owned once while its run waits */
+    qsort(pages, np, sizeof *pages, by_page);
+    size_t nu = 0;
+    for (size_t i = 0; i < np; i++)
+        if (nu == 0 || pages[i] != pages[nu - 1])
+            pages[nu++] = pages[i];
     cb_waiter_t *acks = cb_waiter_new();
-    for (size_t i = 0; i < np; i++) {
+    uint32_t *held = malloc(4 * (nu ? nu : 1)); /* states of the pages owned until the run ends */
+    if (!held)
+        cb_die("out of memory applying write notices");
+    cb_prot_run_t run = { 0 };
+    for (size_t i = 0; i < nu; i++) {
         uint64_t p = pages[i];
         uint32_t s = cb_page_own(p);
         cb_page_step_t st = cb_page_next(s, cb_home_cached(p) == cb.self, EV_INVALIDATE);
-        if (st.act & ACT_PROTECT) {
-            cb_page_protect(p, 1, PROT_NONE);
+        held[i] = UINT32_MAX;
+        if (st.act & ACT_PROTECT)
             STAT_ADD(invalidations, 1);
-        }
-        if (st.act & ACT_DIFF) { /* our own writes to it must reach the home first */
+        if (st.act & ACT_DIFF) {
+            /* a dirty copy: protected now, then its own writes go to the home */
+            cb_page_protect(p, 1, PROT_NONE);
             diff_batch_t b = { 0 };
             diff_add(&b, p, acks);
             diff_send(&b, cb_home_cached(p), acks);
+        } else if (st.act & ACT_PROTECT) {
+            cb_prot_run(&run, p, PROT_NONE);
+            held[i] = st.next;
+            continue;
         }
         cb_page_unown(p, st.next);
     }
+    cb_prot_run_end(&run);
+    for (size_t i = 0; i < nu; i++)
+        if (held[i] != UINT32_MAX)
+            cb_page_unown(pages[i], held[i]);
+    free(held);
     cb_waiter_wait_pending(acks);
     cb_waiter_free(acks);
     free(pages);
@@ -287,6 +337,25 @@ static bool home_unknown(const cb_msg_t *m, const void *p, size_t len, uint64_t 
     cb_msg_t q = { .type = M_DIR_LOOKUP, .a = page, .b = 1 };
     cb_send(0, &q, NULL, 0, false);
     cb_defer(m, p, len);
+    return true;
+}
+
+/* A home page is about to leave as a copy: from now on the home's writes
+ * need notices, starting with those of its current interval.  False if it
+ * is busy (the request waits). */
+static bool share(uint64_t p)
+{
+    uint32_t s = atomic_load(&cb.pst[p]);
+    if (s & PG_SHARED)
+        return true;
+    if (!cb_page_try_own(p, &s))
+        return false;
+    s |= PG_SHARED;
+    if ((s & PG_ACC) == PG_RW && !(s & PG_LISTED)) {
+        s |= PG_LISTED;
+        cb_dirty_push(p);
+    }
+    cb_page_unown(p, s);
     return true;
 }
 
@@ -308,22 +377,15 @@ void cb_on_fetch(const cb_msg_t *m)
         cb_reply(m, &r, NULL, 0, false);
         return;
     }
-    uint32_t s = atomic_load(&cb.pst[p]);
-    if (!(s & PG_SHARED)) {
-        /* the first copy leaves: from now on the home's writes need notices,
-         * starting with those of its current interval */
-        if (!cb_page_try_own(p, &s)) {
-            cb_defer(m, NULL, 0);
-            return;
-        }
-        s |= PG_SHARED;
-        if ((s & PG_ACC) == PG_RW && !(s & PG_LISTED)) {
-            s |= PG_LISTED;
-            cb_dirty_push(p);
-        }
-        cb_page_unown(p, s);
+    if (!share(p)) {
+        cb_defer(m, NULL, 0);
+        return;
     }
-    cb_reply(m, &r, cb_proto_page(p), cb.ps, false);
+    /* the pages after it that the requester can take, while they are ours */
+    uint64_t n = 1;
+    while (n < m->c && p + n < cb.npages && cb_home_cached(p + n) == cb.self && share(p + n))
+        n++;
+    cb_reply(m, &r, cb_proto_page(p), n * cb.ps, false);
 }
 
 void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)

@@ -53,10 +53,11 @@ typedef struct cb_waiter {
     struct cb_waiter *next;   /* for the queues of lock.c */
     _Alignas(8) uint8_t op[96]; /* cb_call's message, for the comm thread */
     _Atomic uint32_t done;
-    int64_t value, value2; /* a reply's scalars (its a and b) */
+    int64_t value, value2, value3; /* a reply's scalars (its a, b and c) */
     void *data;          /* reply payload, malloc'd by the comm thread */
     size_t len;
     void *dst;           /* where a page reply is copied (fault path) */
+    uint32_t dst_pages;  /* ... and how many pages fit there (0: one) */
     _Atomic uint32_t pending; /* outstanding acks (diffs of a release) */
     uint64_t who;        /* lock.c: the thread taking the lock */
     bool try_only;       /* lock.c: a trylock, answered granted or busy */
@@ -101,6 +102,8 @@ enum cb_msg_type {
 };
 /* M_FETCH b: how the request travels */
 enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2 };
+/* M_FETCH c: how many pages from a on the requester can take (0: one); the
+ * home answers with the run of them it is home of (M_PAGE's payload) */
 /* M_PAGE a: what the answer is (b: the home) */
 enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3 };
 typedef struct {
@@ -175,6 +178,12 @@ bool cb_page_try_own(uint64_t p, uint32_t *state); /* comm thread: never waits *
 void cb_page_unown(uint64_t p, uint32_t state);
 void cb_page_protect(uint64_t p, uint64_t n, int prot); /* dies on map-count limit */
 void cb_dirty_push(uint64_t p);
+void cb_populate(void *addr, size_t len, bool write); /* map now, not page by page */
+/* many pages' protection changes, one mprotect per run (gas.c); the
+ * pages stay owned until the run is ended */
+typedef struct { uint64_t first, n; int prot; } cb_prot_run_t;
+void cb_prot_run(cb_prot_run_t *r, uint64_t p, int prot); /* add p, or end the run and start one */
+void cb_prot_run_end(cb_prot_run_t *r);
 uint32_t cb_dirty_take(uint32_t **list); /* swap lists; caller holds release_mu */
 /* comm-thread handlers for allocation */
 void cb_on_alloc(const cb_msg_t *m);

@@ -72,6 +72,16 @@ cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
         s.next = PG_RO;
         s.act = ACT_PROTECT | ACT_DIFF;
         return s;
+    case EV_WRITE_AHEAD:
+        /* likely written next (a run of pages is written in order): opened
+         * now, one protection change and no fault; its twin tells at the
+         * release whether it needs a notice */
+        if (!is_home || acc != PG_RO || (state & (PG_LISTED | PG_STACK)) ||
+            !(state & PG_SHARED))
+            return s;
+        s.next = PG_SHARED | PG_LISTED | PG_TWIN | PG_RW;
+        s.act = ACT_PROTECT | ACT_TWIN | ACT_LIST;
+        return s;
     case EV_INVALIDATE:
         if (is_home || acc == PG_NONE)
             return s;

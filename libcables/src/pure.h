@@ -15,6 +15,7 @@ extern "C" {
 #endif
 
 #define CB_MAX_NODES 64
+#define CB_MAX_PAGE_GROUP 64 /* pages one fault may handle */
 
 /* ---- page state word (page.c): one 32-bit word per page, futex-waitable */
 enum {
@@ -30,10 +31,15 @@ enum {
     PG_STACK = 1u << 6,   /* home page of a thread stack: always writable (code
                              of the runtime runs on it and must never fault);
                              once shared, noticed at every release */
+    PG_TWIN = 1u << 7,    /* home page opened for writing by a neighbour's write
+                             fault: twinned, noticed only if it differs */
 };
 /* EV_RELEASE: a listed page at a release; EV_IDLE: a listed copy whose
  * release diff was empty (it stops being written) */
-enum cb_page_event { EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_IDLE, EV_INVALIDATE };
+/* EV_WRITE_AHEAD: a page after one that took a write fault, opened with it
+ * if it is a clean shared home page (act 0 otherwise) */
+enum cb_page_event { EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_IDLE, EV_INVALIDATE,
+                     EV_WRITE_AHEAD };
 enum {
     ACT_FETCH = 1, ACT_TWIN = 2, ACT_LIST = 4, ACT_DIFF = 8,
     ACT_PROTECT = 16, /* set the application view's protection to next's */
@@ -60,6 +66,9 @@ typedef struct {
     double dead_timeout; /* seconds without a message before a peer is dead */
     int threads_per_node; /* a node's capacity: more threads attach a new node */
     int max_nodes;        /* nodes present at once, attached ones included (0: the launched) */
+    int page_group;       /* pages one fault handles: a first touch homes the aligned group; a
+                             fetch brings the invalid ones after the faulting one, up to this
+                             many; a write fault on a home page opens that many */
 } cb_config_t;
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);
