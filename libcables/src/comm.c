@@ -3,7 +3,6 @@
  * own.  Application threads post messages to it through a queue and an
  * eventfd; it sleeps in epoll on that eventfd and UCX's when idle. */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -192,6 +191,7 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
     if (m->type == M_PAGE && m->a == 0) {
         if (len == 0 || len % cb.ps || len / cb.ps > (w->dst_pages ? w->dst_pages : 1))
             cb_die("node %d: page reply of %zu bytes from node %d", cb.self, len, m->src);
+        cb_populate(w->dst, len, true); /* one call, not a fault per page */
         memcpy(w->dst, p, len);
         w->len = len;
     } else if (len) {
@@ -296,11 +296,11 @@ static void *comm_main(void *arg)
 {
     (void)arg;
     atomic_store(&comm_kid, gettid());
-    /* it sleeps when idle and runs briefly when woken: let it preempt the
+    /* it sleeps when idle and runs briefly when woken: favour it over the
      * application threads, which may keep every CPU busy while a peer waits
-     * for its answer (real-time priority where allowed, else nice -10) */
-    struct sched_param sp = { .sched_priority = 1 };
-    if (sched_setscheduler(0, SCHED_FIFO, &sp) && setpriority(PRIO_PROCESS, (id_t)gettid(), -10)) {}
+     * for its answer (where allowed; not real-time: a container may give
+     * real-time threads no CPU time at all) */
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), -10)) {}
     uint64_t next_check = 0;
     for (;;) {
         /* bounded: steady incoming traffic must not starve local requests */

@@ -153,6 +153,8 @@ void cb_on_fetch_dir(const cb_msg_t *m)
     }
     cb_msg_t f = *m;
     f.b = FETCH_FROM_DIR;
+    if (f.c > al->first + al->npages - p) /* prefetch within the object only */
+        f.c = al->first + al->npages - p;
     if (home == cb.self)
         cb_on_fetch(&f);
     else

@@ -31,7 +31,6 @@ static int fetch(uint64_t p, int home, uint32_t *got)
         cb_die("node %d: shared page %llu accessed after the node left the cluster (at exit, "
                "after the runtime stopped); its data cannot be fetched", cb.self,
                (unsigned long long)p);
-    cb_populate(cb_proto_page(p), *got * cb.ps, true); /* the reply lands there */
     for (;;) {
         cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got };
         cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0, .c = *got };
@@ -61,15 +60,17 @@ static int fetch(uint64_t p, int home, uint32_t *got)
     return home;
 }
 
-/* Prefetch: the invalid pages right after p with the same home (or one not
- * known here yet) come with it in one reply, as far as the home is theirs
- * (a fetch costs its round trip, hardly its bytes).  Takes those it can own
- * without waiting; their states go to state[]. */
+/* Prefetch: the invalid pages right after p with the same home come with it
+ * in one reply, as far as the home is theirs (a fetch costs its round trip,
+ * hardly its bytes).  On a first access (home -1: not known here) they are
+ * the pages not known either, and the directory keeps them to p's
+ * allocation.  Takes those it can own without waiting; their states go to
+ * state[]. */
 static uint32_t take_next(uint64_t p, int home, uint32_t *state)
 {
     uint32_t k = 0;
     while (k + 1 < (uint32_t)cb.cfg.page_group && p + k + 1 < cb.npages &&
-           (cb_home_cached(p + k + 1) == home || cb_home_cached(p + k + 1) < 0)) {
+           cb_home_cached(p + k + 1) == home) {
         uint64_t q = p + k + 1;
         uint32_t s;
         if (cb_app_page(q) != cb_app_page(q - 1) + cb.ps || !cb_page_try_own(q, &s))
@@ -149,7 +150,12 @@ int cb_fault(uint64_t p, bool write)
     if (got > 1) {
         uint64_t first = with_p ? p : p + 1, n = got - !with_p;
         cb_page_protect(first, n, xprot);
-        cb_populate(cb_app_page(first), n * cb.ps, xprot & PROT_WRITE);
+        /* map them now if they hold data (fetched) or are being swept in
+         * order (the page before is ours and in use); pages the directory
+         * gave us but nobody touched take no memory */
+        if (!is_home || (p > 0 && cb_home_cached(p - 1) == cb.self &&
+                         (atomic_load(&cb.pst[p - 1]) & PG_ACC) != PG_NONE))
+            cb_populate(cb_app_page(first), n * cb.ps, xprot & PROT_WRITE);
     }
     for (uint32_t i = 0; i < nnext; i++)
         cb_page_unown(p + 1 + i, next_state[i]);

@@ -419,6 +419,12 @@ void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
             if (cb_diff_apply(cb_proto_page(p), cb.ps, q + 8, hdr[1]))
                 cb_die("node %d: malformed diff for page %llu from node %d", cb.self,
                        (unsigned long long)p, m->src);
+            /* a page written ahead tells its own writes by its twin: other
+             * nodes' writes are not ours (a local write that restores a
+             * value they changed must still be noticed).  Racing the
+             * release's comparison, this can only add a notice. */
+            if (atomic_load(&cb.pst[p]) & PG_TWIN)
+                cb_diff_apply(cb.twins + p * cb.ps, cb.ps, q + 8, hdr[1]);
             STAT_ADD(diffs_applied, 1);
             applied_here++;
         }

@@ -19,7 +19,7 @@ TEST_P(FirstTouch, OwnBlockHomedLocallyWithoutFetches)
     EXPECT_EQ(mn::get_ll(r, "fetched_local"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "bad_data"), 0) << res.describe();
-    EXPECT_EQ(mn::get_ll(r, "pages"), 8 * c.nodes) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "pages"), 64 * c.nodes) << res.describe();
 }
 
 static void check_placement(const Cfg &c, const std::vector<std::string> &args,
@@ -30,7 +30,7 @@ static void check_placement(const Cfg &c, const std::vector<std::string> &args,
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "bad_data"), 0) << res.describe();
-    EXPECT_EQ(mn::get_ll(r, "pages"), 8 * c.nodes) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "pages"), 64 * c.nodes) << res.describe();
 }
 
 // cables-run -p round-robin | block | fixed:1 decides the homes of

@@ -75,6 +75,9 @@ int main(void)
      * pages are ever fetched there */
     struct shared *s = cables_alloc_placed(sizeof *s, CABLES_POLICY_FIXED, last);
     s->rpage = cables_alloc_placed(4096, CABLES_POLICY_FIXED, 0);
+    /* a page homed elsewhere between them: the read fault's prefetch (the
+     * pages after it from the same home) must not bring the write page */
+    (void)cables_alloc_placed(4096, CABLES_POLICY_FIXED, last);
     s->wpage = cables_alloc_placed(4096, CABLES_POLICY_FIXED, 0);
     for (int k = 0; k < WORDS; k++)
         s->rpage[k] = (uint64_t)k * 3 + 1;

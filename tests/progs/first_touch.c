@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define B 8 /* pages per block */
+#define B 64 /* pages per block: whole page groups (CABLES_PAGE_GROUP, at most 64) */
 
 struct shared {
     cables_barrier_t bar;

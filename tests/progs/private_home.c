@@ -1,7 +1,7 @@
 /* private_home: pages a node homes and no other node has fetched need no
  * write notices and no write-protection.  One thread per node writes its
- * own block (first touch: homed there) through 20 barriers: one write fault
- * per page, no notice.  Then main reads every block (now shared), the
+ * own block (first touch: homed there) through 20 barriers: at most one
+ * write fault per page (one per page group), no notice.  Then main reads every block (now shared), the
  * threads write once more, and main must see that round after the joins.
  * RESULT ok=1 pages=P max_write_faults=F max_notices=W bad=B */
 #include <cables.h>
@@ -81,7 +81,9 @@ int main(void)
         if (i > 0 || nn == 1)
             maxn = s->notices[i] > maxn ? s->notices[i] : maxn;
     }
-    int ok = bad == 0 && maxf == PAGES && maxn == 0;
+    /* one write fault per page at most (first touch maps a page group
+     * with one fault), never one per round */
+    int ok = bad == 0 && maxf >= 1 && maxf <= PAGES && maxn == 0;
     printf("RESULT ok=%d pages=%d max_write_faults=%ld max_notices=%ld bad=%ld\n", ok, PAGES, maxf,
            maxn, bad);
     return ok ? 0 : 1;
