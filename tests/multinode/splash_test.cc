@@ -23,6 +23,7 @@ const M4Prog kProgs[] = {
     { "splash2/lu", { "-n", "128", "-p", "4", "-b", "16" } },
     { "splash2/ocean", { "-n", "64", "-p", "4" } },
     { "splash2/water", { "-n", "64", "-p", "4", "-s", "5" } },
+    { "splash2/barnes", { "-n", "512", "-p", "4", "-s", "2" } },
 };
 
 } // namespace
