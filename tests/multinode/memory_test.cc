@@ -30,7 +30,7 @@ static void check_placement(const Cfg &c, const std::vector<std::string> &args,
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "bad_data"), 0) << res.describe();
-    EXPECT_EQ(mn::get_ll(r, "pages"), 64 * c.nodes) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "pages"), 8 * c.nodes) << res.describe();
 }
 
 // cables-run -p round-robin | block | fixed:1 decides the homes of
@@ -81,8 +81,8 @@ INSTANTIATE_TEST_SUITE_P(Grid, FirstTouch, ::testing::ValuesIn(mn::all_cfgs()), 
 INSTANTIATE_TEST_SUITE_P(Grid, Placement, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Sparse, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 
-// A page homed on its writer and fetched by nobody costs one write fault in
-// all and no write notices, however many barriers; once another node has
+// A page homed on its writer and fetched by nobody costs at most one write fault
+// in all and no write notices, however many barriers; once another node has
 // read it, the home's next writes still reach that node.
 TEST_P(PrivateHome, UnsharedHomePagesNeedNoNotices)
 {
@@ -90,7 +90,9 @@ TEST_P(PrivateHome, UnsharedHomePagesNeedNoNotices)
     auto res = mn::run_cables(c.nodes, c.transport, mn::prog("private_home"));
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
-    EXPECT_EQ(mn::get_ll(r, "max_write_faults"), mn::get_ll(r, "pages")) << res.describe();
+    // at most one per page (a first touch maps its page group), never one per round
+    EXPECT_GE(mn::get_ll(r, "max_write_faults"), 1) << res.describe();
+    EXPECT_LE(mn::get_ll(r, "max_write_faults"), mn::get_ll(r, "pages")) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "max_notices"), 0) << res.describe();
 }
 INSTANTIATE_TEST_SUITE_P(Grid, PrivateHome, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
