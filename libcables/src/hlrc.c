@@ -207,6 +207,8 @@ void cb_release(void)
             cb_dirty_push(p); /* still written: next interval's list */
         if (written)
             pages[nw++] = (uint32_t)p;
+        if (written && home == cb.self)
+            cb_stat_page_written(p, cb.self);
         cb_page_unown(p, st.next);
     }
     for (int h = 0; h < CB_MAX_NODES; h++)
@@ -358,6 +360,7 @@ void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
                 cb_die("node %d: malformed diff for page %llu from node %d", cb.self,
                        (unsigned long long)p, m->src);
             STAT_ADD(diffs_applied, 1);
+            cb_stat_page_written(p, m->src);
             applied_here++;
         }
         q += rl;
