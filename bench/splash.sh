@@ -20,7 +20,12 @@
 # fetch time, diff bytes sent, misplaced pages, barrier wait.
 # Raw logs: $CABLES_BUILD/bench/logs/splash.*.log.
 # Environment: BENCH_REPS (3), BENCH_TIMEOUT (s per run, 300),
-# BENCH_TRANSPORT (shm), BENCH_PROGS (names, default all of them).
+# BENCH_TRANSPORT (shm), BENCH_PROGS (names, default all of them),
+# BENCH_DEAD_TIMEOUT (CABLES_DEAD_TIMEOUT of the cables runs, 30 s: on this
+# VM shared with other work a node was once silent for 3 s, the default, and
+# its peer declared it dead).
+# The machine should be otherwise idle: the load is printed at the start and
+# the end, and the spread of each median's runs under the tables.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2
@@ -31,6 +36,7 @@ REPS=${BENCH_REPS:-3}
 TIMEOUT=${BENCH_TIMEOUT:-300}
 TRANSPORT=${BENCH_TRANSPORT:-shm}
 PROGS=${BENCH_PROGS:-fft lu radix ocean water barnes}
+export CABLES_DEAD_TIMEOUT=${BENCH_DEAD_TIMEOUT:-30}
 
 # Sizes, measured on this 2-core VM (native ROI at -p 1; cables at 2 nodes):
 #   fft -m 24: 1.9 s native; at 2 nodes -m 22 (0.4 s native, ~10 s cables)
@@ -153,8 +159,16 @@ median() {
     done | sort -n | awk '{ a[NR] = $0 } END { if (NR) print a[int((NR + 1) / 2)] }'
 }
 
+# spread LOG: "min-max" of the ROIs (ms) of runs LOG.r1 .. LOG.rREPS
+spread() {
+    local i
+    for i in $(seq "$REPS"); do roi "$1.r$i.log"; done | sort -n |
+        awk '{ a[NR] = $1 } END { if (NR) printf "%.1f-%.1f", a[1] / 1000, a[NR] / 1000; else print "-" }'
+}
+
 hostname=$(hostname 2>/dev/null || uname -n)
 start=$SECONDS
+load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 echo "bench-splash: ${progs[*]}; $REPS reps; transport $TRANSPORT; timeout ${TIMEOUT}s per run" >&2
 
 for rep in $(seq "$REPS"); do
@@ -190,7 +204,7 @@ ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b >
 echo
 echo "=== SPLASH-2 on libcables vs native pthreads -- transport $TRANSPORT ==="
 echo "    $(date '+%Y-%m-%d %H:%M:%S %Z'), host $hostname, $(nproc 2>/dev/null || echo '?') cores," \
-     "load at the end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+     "load at the start $load0, at the end $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo "    parallel section (ROI_US), median of $REPS runs, ms; ratio = cables / native at the same -p"
 echo "    1 node: cables-run -n 1 ... -p 1; 2 nodes: cables-run -n 2 ... -p 2 (one thread per node)"
 echo
@@ -225,6 +239,15 @@ for p in "${progs[@]}"; do
         printf "$fmt" "$p" "$k node$([ $k = 2 ] && echo s)" "$([ $k = 1 ] && size1 "$p" || size2 "$p")" \
             "$f" "$fe" "$fus" "$db" "$mi" "$bw"
     done
+done
+echo
+echo "    spread of the runs behind each median (min-max ROI, ms): a wide one means the machine was busy"
+fmt='%-7s %19s %19s %19s %19s\n'
+printf "$fmt" program "native p1" "cables 1 node" "native p2" "cables 2 nodes"
+for p in "${progs[@]}"; do
+    L=$LOGS/splash.$p
+    printf "$fmt" "$p" "$(spread "$L.native.p1")" "$(spread "$L.cables.n1")" \
+        "$(spread "$L.native.p2")" "$(spread "$L.cables.n2")"
 done
 echo
 for m in "${fails[@]}"; do echo "FAIL $m"; done
