@@ -1,5 +1,6 @@
 # CableS: `make` builds, `make test` runs the tests, `make bench` the
-# benchmarks, `make install PREFIX=DIR` installs for users.
+# benchmarks (`make bench-splash` the SPLASH-2 programs), `make install
+# PREFIX=DIR` installs for users.
 PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
@@ -131,6 +132,10 @@ test-sanitize:
 bench: all $(BENCHES)
 	CABLES_BUILD=$(abspath $(BUILD)) bench/run.sh
 
+# SPLASH-2 programs natively and on libcables at 1 and 2 nodes (bench/splash.sh)
+bench-splash: all
+	CABLES_BUILD=$(abspath $(BUILD)) bench/splash.sh
+
 install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
 	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
@@ -144,4 +149,4 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 clean:
 	rm -rf $(BUILD) build-san
 
-.PHONY: all test test-sanitize bench install clean
+.PHONY: all test test-sanitize bench bench-splash install clean

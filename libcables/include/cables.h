@@ -75,6 +75,9 @@ typedef struct {
     uint64_t dir_lookups, homes_owned, homes_moved;
     uint64_t msgs_sent, bytes_sent;
     uint64_t nodes_attached, attach_ns, nodes_detached; /* the master's */
+    /* pages homed here that another node wrote in more intervals than this
+     * node did (computed when read) */
+    uint64_t misplaced_pages;
 } cables_stats_t;
 void cables_stats_get(cables_stats_t *s);
 void cables_stats_print(void);

@@ -224,6 +224,8 @@ void cb_release(void)
             cb_dirty_push(p); /* still written: next interval's list */
         if (written)
             pages[nw++] = (uint32_t)p;
+        if (written && home == cb.self)
+            cb_stat_page_written(p, cb.self);
         cb_page_unown(p, st.next);
     }
     cb_prot_run_end(&run);
@@ -426,6 +428,7 @@ void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
             if (atomic_load(&cb.pst[p]) & PG_TWIN)
                 cb_diff_apply(cb.twins + p * cb.ps, cb.ps, q + 8, hdr[1]);
             STAT_ADD(diffs_applied, 1);
+            cb_stat_page_written(p, m->src);
             applied_here++;
         }
         q += rl;

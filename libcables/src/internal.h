@@ -306,6 +306,9 @@ void cb_numa_place(int local_rank);
 /* stats.c */
 extern cables_stats_t cb_stats;
 #define STAT_ADD(f, v) atomic_fetch_add_explicit((_Atomic uint64_t *)&cb_stats.f, (v), memory_order_relaxed)
+/* node wrote page (homed here) in one interval: a diff applied here, or a
+ * home page in this node's written list at release (misplaced pages) */
+void cb_stat_page_written(uint64_t page, int node);
 
 /* The runtime's own memory is private: libc's allocator by its own names,
  * past the shim's malloc (which gives application threads shared memory). */

@@ -2,6 +2,8 @@
 // policies, and a sparse 1 GiB allocation.  {1,2,4} nodes x {shm,tcp}.
 #include "harness.h"
 
+#include <cstring>
+
 using mn::Cfg;
 
 class FirstTouch : public ::testing::TestWithParam<Cfg> {};
@@ -96,6 +98,61 @@ TEST_P(PrivateHome, UnsharedHomePagesNeedNoNotices)
     EXPECT_EQ(mn::get_ll(r, "max_notices"), 0) << res.describe();
 }
 INSTANTIATE_TEST_SUITE_P(Grid, PrivateHome, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// "misplaced=N" of each node's --stats line, by node
+static std::map<int, long> misplaced_by_node(const std::string &out)
+{
+    std::map<int, long> m;
+    for (size_t at = out.find("cables: node "); at != std::string::npos;
+         at = out.find("cables: node ", at + 1)) {
+        size_t eol = out.find('\n', at);
+        std::string line = out.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+        if (line.find(" stats: ") == std::string::npos)
+            continue;
+        size_t k = line.find("misplaced=");
+        if (k == std::string::npos)
+            continue;
+        m[std::stoi(line.substr(strlen("cables: node ")))] = std::stol(line.substr(k + 10));
+    }
+    return m;
+}
+
+// Misplaced pages: node 0 homes 16 pages (first touch); a thread on node 1
+// writes 8 of them in each of 10 intervals and the other 8 in one, while
+// node 0 writes those 8 every interval: exactly the first 8 are misplaced,
+// on node 0, and no page of the other nodes.
+class Misplaced : public ::testing::TestWithParam<Cfg> {};
+TEST_P(Misplaced, PagesWrittenMostlyByAnotherNode)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "needs a second node";
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("misplaced"), { "remote" },
+                              { { "CABLES_STATS", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "misplaced"), 8) << res.describe();
+    auto m = misplaced_by_node(res.output);
+    ASSERT_EQ((int)m.size(), c.nodes) << res.describe();
+    EXPECT_EQ(m[0], 8) << res.describe();
+    for (int k = 1; k < c.nodes; k++)
+        EXPECT_EQ(m[k], 0) << "node " << k << "\n" << res.describe();
+}
+// The control: each node writes only the pages it first touched.
+TEST_P(Misplaced, NoneWhenEachNodeWritesItsOwnPages)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("misplaced"), { "own" },
+                              { { "CABLES_STATS", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "misplaced"), 0) << res.describe();
+    auto m = misplaced_by_node(res.output);
+    ASSERT_EQ((int)m.size(), c.nodes) << res.describe();
+    for (auto &[k, n] : m)
+        EXPECT_EQ(n, 0) << "node " << k << "\n" << res.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Grid, Misplaced, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 
 // Every thread stack, main's included, is in the global address space: a
 // pointer to a stack variable works from another node; a thread's stack
