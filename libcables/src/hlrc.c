@@ -235,8 +235,10 @@ void cb_release(void)
         uint64_t p = list[i];
         /* opened with a neighbour's write fault: noticed if it was written
          * (compared now that no thread can write it) */
-        if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps))
+        if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps)) {
             pages[nw++] = (uint32_t)p;
+            cb_stat_page_written(p, cb.self);
+        }
         cb_page_unown(p, held[i] & ~(uint32_t)PG_TWIN);
     }
     free(held);

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #define H 8
+#define BLOCK 64 /* own mode: pages between two nodes' pages, whole page groups
+                    (CABLES_PAGE_GROUP, at most 64): a first touch homes a group */
 #define R 10
 
 struct shared {
@@ -29,7 +31,7 @@ static void *writer(void *p)
     struct arg *a = p;
     struct shared *s = a->s;
     size_t words = cables_page_size() / sizeof(long);
-    long *mine = s->data + (size_t)a->i * H * words;
+    long *mine = s->data + (size_t)a->i * BLOCK * words;
     for (long r = 1; r <= R; r++) {
         if (s->remote) {
             for (int k = 0; k < H; k++)
@@ -61,7 +63,7 @@ int main(int argc, char **argv)
     int nthr = remote ? 1 : nn;
     struct arg *args = cables_alloc((size_t)nthr * sizeof *args);
     cables_barrier_init(&s->b, (unsigned)nthr + (remote ? 1 : 0));
-    s->data = cables_alloc((size_t)(remote ? 2 : nn) * H * ps);
+    s->data = cables_alloc(remote ? 2 * H * ps : (size_t)nn * BLOCK * ps);
     if (remote)
         memset(s->data, 0, 2 * H * ps); /* first touch: homed on node 0 */
     cables_thread_t t[64];
@@ -87,7 +89,7 @@ int main(int argc, char **argv)
     } else {
         for (int i = 0; i < nn; i++)
             for (size_t k = 0; k < H * words; k += 64)
-                bad += s->data[(size_t)i * H * words + k] != R + i;
+                bad += s->data[(size_t)i * BLOCK * words + k] != R + i;
     }
     cables_stats_t st;
     cables_stats_get(&st);
