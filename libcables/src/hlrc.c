@@ -174,10 +174,27 @@ static bool stack_page_changed(uint64_t p)
     return true;
 }
 
-static int by_page(const void *a, const void *b)
+/* Page numbers in increasing order (heapsort, in place).  Not qsort: under
+ * ASan, its interceptor unpoisons "the thread's stack" through
+ * pthread_getattr_np, which fails on our threads' GAS stacks. */
+static void sort_pages(uint32_t *a, size_t n)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
+    for (size_t end = n, start = n / 2;;) {
+        if (start > 0)
+            start--; /* heapify */
+        else if (end > 1) {
+            end--;
+            uint32_t t = a[0]; a[0] = a[end]; a[end] = t; /* largest to the end */
+        } else
+            return;
+        for (size_t r = start, c; (c = 2 * r + 1) < end; r = c) { /* sift down */
+            if (c + 1 < end && a[c + 1] > a[c])
+                c++;
+            if (a[r] >= a[c])
+                break;
+            uint32_t t = a[r]; a[r] = a[c]; a[c] = t;
+        }
+    }
 }
 
 void cb_release(void)
@@ -196,7 +213,7 @@ void cb_release(void)
         cb_die("out of memory closing an interval");
     /* written home pages are write-protected, neighbours with one call,
      * and stay owned until then: their states wait in held[] */
-    qsort(list, n, sizeof *list, by_page);
+    sort_pages(list, n);
     uint32_t *held = malloc(4 * (size_t)n);
     if (!held)
         cb_die("out of memory closing an interval");
@@ -289,7 +306,7 @@ void cb_acquire(const uint32_t *target)
 
     /* in page order, once each: neighbours share a protection change, and
      * a page is owned once while its run waits */
-    qsort(pages, np, sizeof *pages, by_page);
+    sort_pages(pages, np);
     size_t nu = 0;
     for (size_t i = 0; i < np; i++)
         if (nu == 0 || pages[i] != pages[nu - 1])
