@@ -40,8 +40,11 @@ export CABLES_DEAD_TIMEOUT=${BENCH_DEAD_TIMEOUT:-30}
 
 # Sizes, measured on this 2-core VM (native ROI at -p 1; cables at 2 nodes):
 #   fft -m 24: 1.9 s native; at 2 nodes -m 22 (0.4 s native, ~10 s cables)
-#   lu -n 2048 -b 16: 1.1 s native (its serial residual check takes ~13 s
-#     more); at 2 nodes -n 1024 (0.15 s native, ~11 s cables)
+#   lu -n 2048 -b 32: 1.4 s native (its serial residual check takes ~13 s
+#     more), the same at 2 nodes (~3 s cables).  Blocks of 32x32 doubles
+#     (8 KB) give each page one owner; with -b 16 (2 KB) every page holds
+#     blocks of both threads (with 2, thread J % 2 owns block column J):
+#     -n 1024 -b 16 took 13.5 s at 2 nodes (87x native), 170 MB of diffs.
 #   radix -n 64M: 1.3 s native; at 2 nodes 16M (0.3 s native, ~6 s cables)
 #   ocean -n 2048: 1.3 s native, the same at 2 nodes (~3 s cables)
 #   water -n 4096 -s 15: ~1.2 s native, the same at 2 nodes
@@ -50,7 +53,7 @@ export CABLES_DEAD_TIMEOUT=${BENCH_DEAD_TIMEOUT:-30}
 size1() {
     case $1 in
         fft) echo "-m 24" ;;
-        lu) echo "-n 2048 -b 16" ;;
+        lu) echo "-n 2048 -b 32" ;;
         radix) echo "-n 67108864" ;;
         ocean) echo "-n 2048" ;;
         water) echo "-n 4096 -s 15" ;;
@@ -60,7 +63,7 @@ size1() {
 size2() {
     case $1 in
         fft) echo "-m 22" ;;
-        lu) echo "-n 1024 -b 16" ;;
+        lu) echo "-n 2048 -b 32" ;;
         radix) echo "-n 16777216" ;;
         ocean) echo "-n 2048" ;;
         water) echo "-n 4096 -s 15" ;;
