@@ -16,8 +16,9 @@
 # (b) node 1 must have worked (faults or barriers in its --stats line);
 # otherwise a FAIL line says which run, and the exit status is 1.
 # The statistics (second table) are summed over the nodes of one run (the
-# one with the median ROI): faults read+write, pages fetched and their mean
-# fetch time, diff bytes sent, misplaced pages, barrier wait.
+# one with the median ROI): faults read+write, pages fetched, the fetch
+# requests that brought them and their mean time, diff bytes sent, misplaced
+# pages, barrier wait.
 # Raw logs: $CABLES_BUILD/bench/logs/splash.*.log.
 # Environment: BENCH_REPS (3), BENCH_TIMEOUT (s per run, 300),
 # BENCH_TRANSPORT (shm), BENCH_PROGS (names, default all of them),
@@ -131,8 +132,8 @@ check() {
     fi
 }
 
-# stats LOG: "nodes faults fetched fetch_us diff_bytes misplaced barrier_ms node1_work"
-# summed over the --stats lines of the nodes (fetch_us: mean per page fetched)
+# stats LOG: "nodes faults fetched fetches fetch_us diff_bytes misplaced barrier_ms node1_work"
+# summed over the --stats lines of the nodes (fetch_us: mean per fetch request)
 stats() {
     awk '
     function nums(re,   s) {
@@ -141,15 +142,16 @@ stats() {
     /^cables: node [0-9]+ stats:/ {
         k = $3 + 0; nodes++
         split(nums("faults read=[0-9]+ write=[0-9]+"), f); faults += f[1] + f[2]
-        split(nums("pages fetched=[0-9]+ \\(avg [0-9.]+ us"), g); fetched += g[1]; fus += g[1] * g[2]
+        split(nums("pages fetched=[0-9]+ in [0-9]+ fetches \\(avg [0-9.]+ us"), g)
+        fetched += g[1]; fetches += g[2]; fus += g[2] * g[3]
         split(nums("diffs sent=[0-9]+ bytes=[0-9]+"), d); dbytes += d[2]
         split(nums("misplaced=[0-9]+"), m); mis += m[1]
         split(nums("barriers=[0-9]+ wait=[0-9.]+"), b); bms += b[2]
         if (k == 1) work1 = f[1] + f[2] + b[1]
     }
     END {
-        printf "%d %d %d %.1f %d %d %.1f %d\n", nodes, faults, fetched,
-               fetched ? fus / fetched : 0, dbytes, mis, bms, work1 }' "$1" 2>/dev/null
+        printf "%d %d %d %d %.1f %d %d %.1f %d\n", nodes, faults, fetched, fetches,
+               fetches ? fus / fetches : 0, dbytes, mis, bms, work1 }' "$1" 2>/dev/null
 }
 
 # median of the ROIs of runs LOG.r1 .. LOG.rREPS that have one; prints
@@ -192,7 +194,7 @@ for rep in $(seq "$REPS"); do
         # shellcheck disable=SC2086
         run "$L.cables.n2.r$rep.log" "$RUN" -n 2 -t "$TRANSPORT" --stats -- "$cab" $s2 -p 2
         check "$L.cables.n2.r$rep.log" "$p $s2 -p 2 cables 2 nodes (rep $rep)" "$(result "$L.native.p2.r$rep.log")"
-        read -r nn _ _ _ _ _ _ w1 <<<"$(stats "$L.cables.n2.r$rep.log")"
+        read -r nn _ _ _ _ _ _ _ w1 <<<"$(stats "$L.cables.n2.r$rep.log")"
         if [ "${nn:-0}" -lt 2 ]; then
             fail "$p 2 nodes (rep $rep): ${nn:-0} --stats lines, want 2 ($L.cables.n2.r$rep.log)"
         elif [ "${w1:-0}" -eq 0 ]; then
@@ -225,22 +227,22 @@ for p in "${progs[@]}"; do
         "$(size2 "$p")" "$(ms "$n2")" "$(ms "$c2")" "$(ratio "$c2" "$n2")"
 done
 echo
-echo "    --stats of the median cables run, summed over its nodes: faults (read+write), pages fetched"
-echo "    (mean fetch time, us), diff bytes sent, misplaced pages, barrier wait (ms, all nodes)"
+echo "    --stats of the median cables run, summed over its nodes: faults (read+write), pages fetched,"
+echo "    fetch requests (mean time, us), diff bytes sent, misplaced pages, barrier wait (ms, all nodes)"
 echo
-fmt='%-7s %-7s %-15s %10s %9s %8s %12s %10s %11s\n'
-printf "$fmt" program run size faults fetched "fetch us" "diff bytes" misplaced "barrier ms"
-printf "$fmt" ------- ------- --------------- ---------- --------- -------- ------------ ---------- -----------
+fmt='%-7s %-7s %-15s %10s %9s %8s %8s %12s %10s %11s\n'
+printf "$fmt" program run size faults fetched fetches "fetch us" "diff bytes" misplaced "barrier ms"
+printf "$fmt" ------- ------- --------------- ---------- --------- -------- -------- ------------ ---------- -----------
 for p in "${progs[@]}"; do
     for k in 1 2; do
         log=${slog[$p.$k]:-}
         if [ -z "$log" ]; then
-            printf "$fmt" "$p" "$k node$([ $k = 2 ] && echo s)" "-" - - - - - -
+            printf "$fmt" "$p" "$k node$([ $k = 2 ] && echo s)" "-" - - - - - - -
             continue
         fi
-        read -r _ f fe fus db mi bw _ <<<"$(stats "$log")"
+        read -r _ f fe fr fus db mi bw _ <<<"$(stats "$log")"
         printf "$fmt" "$p" "$k node$([ $k = 2 ] && echo s)" "$([ $k = 1 ] && size1 "$p" || size2 "$p")" \
-            "$f" "$fe" "$fus" "$db" "$mi" "$bw"
+            "$f" "$fe" "$fr" "$fus" "$db" "$mi" "$bw"
     done
 done
 echo

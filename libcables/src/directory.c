@@ -131,12 +131,17 @@ void cb_on_fetch_dir(const cb_msg_t *m)
         return;
     }
     if (d[p] == 0) {
-        /* the first touch of a page homes its whole group (the aligned
-         * CABLES_PAGE_GROUP pages of its allocation that have no home yet):
-         * one fault then maps the group, as a huge page would */
+        /* a first touch homes the page; when the toucher is sweeping (the
+         * whole aligned CABLES_PAGE_GROUP before this page's group is its
+         * own), it homes the pages of this group that have no home yet too:
+         * one fault then maps the group.  Data whose owners alternate at a
+         * finer grain keeps per-page first touch. */
         uint64_t g = (uint64_t)cb.cfg.page_group, first = al->first + (p - al->first) / g * g;
         uint64_t end = first + g < al->first + al->npages ? first + g : al->first + al->npages;
-        for (uint64_t q = first; q < end; q++)
+        bool sweep = g > 1 && first >= al->first + g;
+        for (uint64_t q = first - g; sweep && q < first; q++)
+            sweep = d[q] == m->src + 1;
+        for (uint64_t q = sweep ? first : p; q < (sweep ? end : p + 1); q++)
             if (d[q] == 0 && !moving_find(q))
                 d[q] = (int16_t)(place(al, q, m->src) + 1);
     }
