@@ -84,31 +84,43 @@ static uint32_t take_next(uint64_t p, int home, uint32_t *state)
     return k;
 }
 
-/* Write-ahead: the clean shared home pages right after a home page that
- * took a write fault are opened with it (page.c, EV_WRITE_AHEAD), as a run
- * is mostly written in order.  Returns how many; they stay owned. */
-static uint32_t open_next(uint64_t p, uint32_t *next)
+/* Write-ahead: the clean shared home pages next to a home page that took a
+ * write fault are opened with it (page.c, EV_WRITE_AHEAD), as a run is
+ * mostly written in order: those after it, or those before it when the
+ * page after it is writable already (a run written downwards, as glibc's
+ * memcpy does with large blocks).  Home pages already writable (private
+ * ones, or written in the last interval) are passed over.  Returns how many
+ * pages from p in direction dir are in the run (they stay owned); *opened
+ * counts the ones opened. */
+static uint32_t open_near(uint64_t p, int dir, uint32_t *next, uint32_t *opened)
 {
     uint32_t k = 0;
-    while (k + 1 < (uint32_t)cb.cfg.page_group && p + k + 1 < cb.npages &&
-           cb_home_cached(p + k + 1) == cb.self) {
-        uint64_t q = p + k + 1;
+    uint64_t twinned = 0; /* bit i: page p + dir * (1 + i) was opened */
+    for (; k + 1 < (uint32_t)cb.cfg.page_group; k++) {
+        uint64_t q = p + (uint64_t)dir * (k + 1), prev = q - (uint64_t)dir;
         uint32_t s;
-        if (cb_app_page(q) != cb_app_page(q - 1) + cb.ps || !cb_page_try_own(q, &s))
+        if (q >= cb.npages || cb_home_cached(q) != cb.self ||
+            cb_app_page(q) != cb_app_page(prev) + dir * (ptrdiff_t)cb.ps ||
+            !cb_page_try_own(q, &s))
             break;
         cb_page_step_t st = cb_page_next(s, true, EV_WRITE_AHEAD);
-        if (!st.act) {
+        if (!st.act && (s & PG_ACC) != PG_RW) {
             cb_page_unown(q, s);
             break;
         }
-        next[k++] = st.next;
+        if (st.act)
+            twinned |= 1ull << k;
+        next[k] = st.next;
     }
-    if (k)
-        cb_populate(cb.twins + (p + 1) * cb.ps, k * cb.ps, true);
-    for (uint32_t i = 1; i <= k; i++) {
-        memcpy(cb.twins + (p + i) * cb.ps, cb_proto_page(p + i), cb.ps);
-        cb_dirty_push(p + i);
-    }
+    *opened = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (twinned >> i & 1) {
+            uint64_t q = p + (uint64_t)dir * (i + 1);
+            cb_populate(cb.twins + q * cb.ps, cb.ps, true);
+            memcpy(cb.twins + q * cb.ps, cb_proto_page(q), cb.ps);
+            cb_dirty_push(q);
+            ++*opened;
+        }
     return k;
 }
 
@@ -182,12 +194,15 @@ int cb_fault(uint64_t p, bool write)
     if (st.act & ACT_LIST)
         cb_dirty_push(p);
     if (st.act & ACT_PROTECT && is_home && write && s & PG_SHARED) {
-        uint32_t k = open_next(p, next_state);
-        cb_page_protect(p, 1 + k, PROT_READ | PROT_WRITE);
-        cb_populate(cb_app_page(p), (1 + k) * cb.ps, true);
+        int dir = p > 0 && p + 1 < cb.npages && cb_home_cached(p + 1) == cb.self &&
+                  (atomic_load(&cb.pst[p + 1]) & PG_ACC) == PG_RW ? -1 : 1;
+        uint32_t opened, k = open_near(p, dir, next_state, &opened);
+        uint64_t lo = dir > 0 ? p : p - k;
+        cb_page_protect(lo, 1 + k, PROT_READ | PROT_WRITE);
+        cb_populate(cb_app_page(lo), (1 + k) * cb.ps, true);
         for (uint32_t i = 0; i < k; i++)
-            cb_page_unown(p + 1 + i, next_state[i]);
-        STAT_ADD(written_ahead, k);
+            cb_page_unown(p + (uint64_t)dir * (i + 1), next_state[i]);
+        STAT_ADD(written_ahead, opened);
     } else if (st.act & ACT_PROTECT) {
         cb_page_protect(p, 1, cb_page_prot(st.next));
         if (st.next & PG_ACC)

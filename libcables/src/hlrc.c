@@ -225,7 +225,26 @@ void cb_release(void)
         bool written = true;
         cb_page_step_t st = cb_page_next(s, home == cb.self, EV_RELEASE);
         held[i] = UINT32_MAX;
-        if (st.act & ACT_PROTECT) { /* a home page: no diff */
+        if (home == cb.self && st.next & PG_TWIN) {
+            /* a shared home page stays writable: written in this interval
+             * if it took a write fault (no twin yet) or differs from its twin */
+            uint8_t *twin = cb.twins + p * cb.ps;
+            if (st.act & ACT_TWIN) {
+                memcpy(twin, cb_proto_page(p), cb.ps);
+                STAT_ADD(twins, 1);
+            } else if (!cb_twin_refresh(cb_proto_page(p), twin, cb.ps)) {
+                st = cb_page_next(st.next, true, EV_IDLE); /* protected, then compared again */
+                cb_prot_run(&run, p, cb_page_prot(st.next));
+                held[i] = st.next | PG_TWIN;
+                continue;
+            }
+            cb_dirty_push(p);
+            pages[nw++] = (uint32_t)p;
+            cb_stat_page_written(p, cb.self);
+            cb_page_unown(p, st.next);
+            continue;
+        }
+        if (st.act & ACT_PROTECT) { /* a private home page: no diff */
             cb_prot_run(&run, p, cb_page_prot(st.next));
             held[i] = st.next | (s & PG_TWIN);
             continue;
@@ -250,8 +269,9 @@ void cb_release(void)
         if (held[i] == UINT32_MAX)
             continue;
         uint64_t p = list[i];
-        /* opened with a neighbour's write fault: noticed if it was written
-         * (compared now that no thread can write it) */
+        /* twinned (kept writable, or opened with a neighbour's write
+         * fault): noticed if it was written (compared now that no thread
+         * can write it) */
         if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps)) {
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);

@@ -102,9 +102,18 @@ TEST(PageNext, IdleCopyIsWriteProtectedThenDiffedOnceMore)
     EXPECT_EQ(s.next, (uint32_t)PG_RO);
     EXPECT_EQ(s.act, (unsigned)(ACT_PROTECT | ACT_DIFF));
     for (uint32_t st : States{PG_NONE, PG_RO, PG_RW | PG_LISTED}) {
-        s = step(st, kHome, EV_IDLE);  // a home page has no twin to diff
+        s = step(st, kHome, EV_IDLE);  // a home page without a twin has nothing to compare
         EXPECT_EQ(s.act, 0u) << st;
     }
+}
+
+// A kept-open home page whose twin says it was not written: protected, then
+// compared once more (ACT_DIFF at home: compare, never send).
+TEST(PageNext, IdleTwinnedHomePageIsWriteProtectedThenComparedOnceMore)
+{
+    auto s = step(PG_SHARED | PG_LISTED | PG_TWIN | PG_RW, kHome, EV_IDLE);
+    EXPECT_EQ(s.next, (uint32_t)(PG_SHARED | PG_RO));
+    EXPECT_EQ(s.act, (unsigned)(ACT_PROTECT | ACT_DIFF));
 }
 
 TEST(PageNext, ReleaseOfDirtyHomeDowngradesWithoutDiff)
@@ -172,11 +181,20 @@ TEST(PageNext, WriteAheadLeavesEveryOtherPageAlone)
     EXPECT_EQ(s.act, 0u);
 }
 
-TEST(PageNext, ReleaseOfWrittenAheadHomeDropsTheTwinMark)
+// A shared home page written in the interval stays writable across the
+// release: twinned now if it took a fault, listed for the next interval,
+// whose release compares it with its twin (no protection change, no fault).
+TEST(PageNext, ReleaseOfWrittenSharedHomeKeepsItWritableWithATwin)
 {
-    auto s = step(PG_SHARED | PG_LISTED | PG_TWIN | PG_RW, kHome, EV_RELEASE);
-    EXPECT_EQ(s.next, (uint32_t)(PG_SHARED | PG_RO));
-    EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
+    auto s = step(PG_SHARED | PG_LISTED | PG_RW, kHome, EV_RELEASE);
+    EXPECT_EQ(s.next, (uint32_t)(PG_SHARED | PG_LISTED | PG_TWIN | PG_RW));
+    EXPECT_EQ(s.act, (unsigned)(ACT_LIST | ACT_TWIN));
+    s = step(PG_SHARED | PG_LISTED | PG_TWIN | PG_RW, kHome, EV_RELEASE);  // twinned already
+    EXPECT_EQ(s.next, (uint32_t)(PG_SHARED | PG_LISTED | PG_TWIN | PG_RW));
+    EXPECT_EQ(s.act, (unsigned)ACT_LIST);
+    // a clean one (protected at an earlier release) keeps its protection
+    s = step(PG_SHARED | PG_RO, kHome, EV_RELEASE);
+    EXPECT_EQ(s.act, 0u);
 }
 
 // Every state word (access bits x BUSY x WAITERS x LISTED x SHARED x STACK x TWIN), event and side.
@@ -192,14 +210,22 @@ TEST(PageNext, InvariantsOverAllStates)
                 EXPECT_EQ(s.next & (PG_BUSY | PG_WAITERS), 0u);
                 EXPECT_NE(s.next & PG_ACC, (uint32_t)PG_ACC);
                 if (home) {  // a home page is twinned only to tell later if it was written
-                    EXPECT_EQ(s.act & (ACT_DIFF | ACT_FETCH), 0u);
+                    EXPECT_EQ(s.act & ACT_FETCH, 0u);
+                    if (s.act & ACT_DIFF) {  // compared with its twin, once protected
+                        EXPECT_EQ(ev, EV_IDLE);
+                        EXPECT_TRUE(st & PG_TWIN);
+                        EXPECT_EQ(s.next & (PG_TWIN | PG_ACC), (uint32_t)PG_RO);
+                    }
                     if (s.act & ACT_TWIN) {
-                        EXPECT_EQ(ev, EV_WRITE_AHEAD);
+                        EXPECT_TRUE(ev == EV_WRITE_AHEAD || ev == EV_RELEASE);
                         EXPECT_TRUE(s.next & PG_TWIN);
                     }
-                }
-                if (ev == EV_RELEASE) {  // the twin mark lasts one interval
+                } else if (!(st & PG_TWIN)) {  // a copy's twin is its diff base: no mark
                     EXPECT_EQ(s.next & PG_TWIN, 0u);
+                }
+                if (ev == EV_RELEASE && home) {  // twinned after a release: a shared page kept open
+                    EXPECT_EQ(!!(s.next & PG_TWIN),
+                              (st & PG_ACC) == PG_RW && (st & PG_SHARED) && !(st & PG_STACK));
                 }
                 if (s.act & ACT_LIST) {  // a fault lists once; a release lists for the next interval
                     EXPECT_TRUE(s.next & PG_LISTED);
@@ -210,9 +236,9 @@ TEST(PageNext, InvariantsOverAllStates)
                 }
                 if (ev == EV_RELEASE) {  // the dirty list was taken: listed again only if still written
                     EXPECT_EQ(!!(s.next & PG_LISTED), !!(s.act & ACT_LIST));
-                    if (s.next & PG_LISTED) {  // a copy still written, or a shared stack
+                    if (s.next & PG_LISTED) {  // a copy still written, a shared stack, or a kept-open home page
                         EXPECT_EQ(s.next & PG_ACC, (uint32_t)PG_RW);
-                        EXPECT_TRUE(!home || (st & PG_STACK));
+                        EXPECT_TRUE(!home || (st & PG_STACK) || (s.next & PG_TWIN));
                     }
                 } else if (s.act == 0) {
                     EXPECT_EQ(s.next, st & ~(uint32_t)(PG_BUSY | PG_WAITERS));
