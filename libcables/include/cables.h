@@ -78,6 +78,7 @@ typedef struct {
     /* pages homed here that another node wrote in more intervals than this
      * node did (computed when read) */
     uint64_t misplaced_pages;
+    uint64_t fetches_read; /* of the fetches: remote reads (no message to the home) */
 } cables_stats_t;
 void cables_stats_get(cables_stats_t *s);
 void cables_stats_print(void);

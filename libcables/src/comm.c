@@ -265,6 +265,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_LEFT: cb_on_left(m); break;
     case M_NODE_GONE: cb_on_node_gone(m); break;
     case M_GONE_FLUSH: cb_on_gone_flush(m); break;
+    case M_KEYS: cb_rma_peer(m->src, p, len); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;
@@ -351,6 +352,7 @@ static void *comm_main(void *arg)
 void cb_comm_start(void)
 {
     xfd = cb_xport_init();
+    cb_rma_init();
     evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epfd = epoll_create1(EPOLL_CLOEXEC);
     if (evfd < 0 || epfd < 0)
@@ -379,5 +381,6 @@ void cb_comm_stop(void)
     cb_thread_wait(comm_tid);
     comm_tid = 0;
     atomic_store(&comm_kid, 0);
+    cb_rma_fini();
     cb_xport_fini();
 }

@@ -145,6 +145,14 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_PAGE_GROUP")) && whole(v, 1, CB_MAX_PAGE_GROUP, &c->page_group))
         cb_die("CABLES_PAGE_GROUP='%s' must be a whole number of pages from 1 to %d", v,
                CB_MAX_PAGE_GROUP);
+    c->fetch_get = true;
+    if ((v = env("CABLES_FETCH"))) {
+        if (!strcmp(v, "get")) c->fetch_get = true;
+        else if (!strcmp(v, "msg")) c->fetch_get = false;
+        else
+            cb_die("CABLES_FETCH='%s' must be get (read pages from the home in place where the "
+                   "transport can) or msg (always ask the home)", v);
+    }
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,

@@ -17,6 +17,35 @@
 
 static struct sigaction app_segv; /* what the application (or libc) had */
 
+/* A remote read of pages [p, p + *got) from home, as far as home served
+ * them to this node before (so they are shared there: its writes since
+ * have notices) and was still their home after the read (a home that moved
+ * away keeps a stale page).  No message: no thread wakes at either end.
+ * False: ask the home. */
+static bool fetch_read(uint64_t p, int home, uint32_t *got)
+{
+    uint32_t n = 0;
+    while (n < *got && atomic_load_explicit(&cb.shared_at[p + n], memory_order_relaxed) == home + 1)
+        n++;
+    if (n == 0 || !cb_rma_ready(home))
+        return false;
+    int16_t homes[CB_MAX_PAGE_GROUP];
+    cb_populate(cb_proto_page(p), n * cb.ps, true);
+    bool app = cb_app_thread;
+    cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
+    int rc = cb_rma_get(home, p, n, cb_proto_page(p), homes);
+    cb_app_thread = app;
+    uint32_t k = 0;
+    while (rc == 0 && k < n && homes[k] == home + 1)
+        k++;
+    if (k == 0) {
+        atomic_store_explicit(&cb.shared_at[p], 0, memory_order_relaxed);
+        return false;
+    }
+    *got = k;
+    return true;
+}
+
 /* Fetch page p into the protocol view.  With the home unknown (-1) the
  * request goes through the master's directory, which names (or, on first
  * touch, chooses) the home and has it answer: one round trip, not two.
@@ -31,6 +60,10 @@ static int fetch(uint64_t p, int home, uint32_t *got)
         cb_die("node %d: shared page %llu accessed after the node left the cluster (at exit, "
                "after the runtime stopped); its data cannot be fetched", cb.self,
                (unsigned long long)p);
+    if (home >= 0 && home != cb.self && cb.cfg.fetch_get && fetch_read(p, home, got)) {
+        STAT_ADD(fetches_read, 1);
+        goto fetched;
+    }
     for (;;) {
         cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got };
         cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0, .c = *got };
@@ -50,10 +83,14 @@ static int fetch(uint64_t p, int home, uint32_t *got)
         }
         if (w.value == PAGE_DATA) {
             *got = (uint32_t)(w.len / cb.ps);
+            for (uint32_t i = 0; i < *got; i++)
+                atomic_store_explicit(&cb.shared_at[p + i], (uint8_t)(home + 1),
+                                      memory_order_relaxed);
             break;
         }
         /* PAGE_MOVED: follow the home */
     }
+fetched:
     STAT_ADD(pages_fetched, *got);
     STAT_ADD(fetches, 1);
     STAT_ADD(fetch_ns, cb_now_ns() - t0);

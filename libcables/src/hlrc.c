@@ -426,6 +426,17 @@ void cb_on_fetch(const cb_msg_t *m)
     uint64_t n = 1;
     while (n < m->c && p + n < cb.npages && cb_home_cached(p + n) == cb.self && share(p + n))
         n++;
+    /* with the first, the keys to read the next ones itself (ahead of the
+     * reply: they are installed when the requester faults again) */
+    static bool keys_sent[CB_MAX_NODES];
+    if (!keys_sent[m->src]) {
+        keys_sent[m->src] = true;
+        size_t klen;
+        void *keys = cb_rma_keys(&klen);
+        cb_msg_t k = { .type = M_KEYS };
+        if (keys)
+            cb_send(m->src, &k, keys, klen, true);
+    }
     cb_reply(m, &r, cb_proto_page(p), n * cb.ps, false);
 }
 

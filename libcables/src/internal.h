@@ -97,7 +97,7 @@ enum cb_msg_type {
     M_MOVE, M_MOVE_PAGE, M_MOVE_DONE,
     M_LOCK_BUSY, M_PLACE, M_THREAD_GONE, M_THREADS_IDLE, M_DETACH, M_CANCEL, M_KEY,
     M_HEAP_FREE, M_TABLE_ACK, M_ATTACH_FAILED,
-    M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH,
+    M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH, M_KEYS,
     M_TYPES
 };
 /* M_FETCH b: how the request travels */
@@ -146,6 +146,18 @@ int cb_xport_send(int dst, void *buf, size_t len); /* takes buf (malloc'd) */
 bool cb_xport_progress(void);
 bool cb_xport_arm(void);  /* true: safe to sleep on the event fd */
 void cb_xport_flush(void);
+/* rma.c: remote reads, where the transport can read a home's memory in
+ * place.  A home's keys (malloc'd, NULL if it cannot be read; it sends them
+ * with the first page a node fetches from it) are taken by that node's comm
+ * thread; then any thread may read n pages from the home's protocol view
+ * into dst and, after them, the home's cached homes of those pages
+ * (-1: not possible, ask the home). */
+void cb_rma_init(void);
+void cb_rma_fini(void);
+void *cb_rma_keys(size_t *len);
+void cb_rma_peer(int node, const void *keys, size_t len);
+bool cb_rma_ready(int node);
+int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, int16_t *homes);
 
 /* ---- write notices and intervals (hlrc.c) ---- */
 typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
@@ -341,6 +353,8 @@ typedef struct {
     uint8_t *twins;      /* twin of page p at twins + p * ps */
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
+    _Atomic uint8_t *shared_at; /* the node, plus one, that served a copy of the page
+                                   (its home: the page is PG_SHARED there) */
     uint64_t *sums;         /* checksum of each shared stack page at its last release */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */

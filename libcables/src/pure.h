@@ -73,6 +73,7 @@ typedef struct {
     int page_group;       /* pages one fault handles: a first touch homes the aligned group; a
                              fetch brings the invalid ones after the faulting one, up to this
                              many; a write fault on a home page opens that many */
+    bool fetch_get;       /* fetch by remote reads where the transport does them in place */
 } cb_config_t;
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);

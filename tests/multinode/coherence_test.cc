@@ -12,6 +12,7 @@ class ConcurrentFault : public ::testing::TestWithParam<Cfg> {};
 class BarrierChurn : public ::testing::TestWithParam<Cfg> {};
 class HomeMoveRace : public ::testing::TestWithParam<Cfg> {};
 class CondVar : public ::testing::TestWithParam<Cfg> {};
+class RemoteRead : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -92,6 +93,35 @@ TEST_P(HomeMove, MovedPageKeepsDataAndTakesWrites)
     EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
 }
 
+// Pages fetched again from a home are read in its memory in place where
+// the transport can (shm: UCX's cma), asked for by message elsewhere (tcp,
+// or CABLES_FETCH=msg), and never stale: a home that moved away is found
+// out (4 nodes: half the block moves to node 1 halfway).
+TEST_P(RemoteRead, RefetchesReadTheHomeInPlaceNeverStale)
+{
+    const Cfg c = GetParam();
+    const long rounds = 6, groups = 2; // remote_read.c: ROUNDS, PAGES / CABLES_PAGE_GROUP
+    for (const char *how : {"get", "msg"}) {
+        SCOPED_TRACE(how);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("remote_read"), {},
+                                  {{"CABLES_FETCH", how}});
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        long reads = mn::get_ll(r, "remote_reads"), fetches = mn::get_ll(r, "fetches");
+        if (c.nodes == 1) {
+            EXPECT_EQ(fetches, 0) << res.describe();
+        } else {
+            EXPECT_GE(fetches, rounds * groups) << res.describe();
+            if (std::string(c.transport) == "tcp" || std::string(how) == "msg")
+                EXPECT_EQ(reads, 0) << res.describe();
+            else // all but the first round, and the round that finds the move
+                EXPECT_GE(reads, (rounds - 1) * groups - (c.nodes >= 3 ? 1 : 0)) << res.describe();
+        }
+        EXPECT_LE(reads, fetches) << res.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, RemoteRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, FalseSharing, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Counter, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

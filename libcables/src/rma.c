@@ -1,0 +1,242 @@
+/* rma.c: remote reads.  Where a node can read another node's memory in
+ * place (UCX's cma transport: processes of one host), a faulting thread
+ * reads a home's pages itself: no message, and no thread woken at either
+ * end.  UCX's ucp layer emulates such reads with messages in 1.13 (its cma
+ * lanes serve only rendezvous), so this talks to the cma transport through
+ * UCX's uct layer.  Elsewhere (other hosts, UCX_TLS without shared memory)
+ * pages are fetched with messages (fault.c).
+ *
+ * A home sends its keys (its cma address, where its page store and home
+ * table lie) with the first page a node fetches from it; that node's comm
+ * thread connects.  Reads are made by application threads, one at a time. */
+#include <stdlib.h>
+#include <string.h>
+#include <uct/api/uct.h>
+
+#include "internal.h"
+
+static uct_component_h comp;
+static uct_md_h md;
+static ucs_async_context_t *async;
+static uct_worker_h uworker;
+static uct_iface_h iface;
+static uct_iface_attr_t attr;
+static size_t rkey_len;
+static uct_mem_h store_mh, home_mh;
+static cb_mutex_t mu = CB_MUTEX_INIT;
+
+typedef struct {
+    uct_ep_h ep;
+    uct_rkey_bundle_t store, home;
+    uint64_t store_base, home_base;
+} peer_t;
+static peer_t peers[CB_MAX_NODES];
+static _Atomic bool ready[CB_MAX_NODES];
+
+/* UCX_TLS decides which transports run, cma included */
+static bool tls_allow_cma(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    if (!tls || !*tls)
+        return true;
+    bool except = tls[0] == '^', named = false;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", tls + except);
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (!strcmp(t, "cma") || !strcmp(t, "sm") || !strcmp(t, "shm") || !strcmp(t, "all"))
+            named = true;
+    return except ? !named : named;
+}
+
+/* opens cma's interface; false (no remote reads) where it cannot */
+static bool open_cma(void)
+{
+    uct_component_h *comps;
+    unsigned nc;
+    if (uct_query_components(&comps, &nc) != UCS_OK)
+        return false;
+    for (unsigned i = 0; i < nc && !comp; i++) {
+        uct_component_attr_t ca = { .field_mask = UCT_COMPONENT_ATTR_FIELD_NAME };
+        if (uct_component_query(comps[i], &ca) == UCS_OK && !strcmp(ca.name, "cma"))
+            comp = comps[i];
+    }
+    uct_release_component_list(comps);
+    uct_md_config_t *mc;
+    if (!comp || uct_md_config_read(comp, NULL, NULL, &mc) != UCS_OK)
+        return false;
+    ucs_status_t s = uct_md_open(comp, "cma", mc, &md);
+    uct_config_release(mc);
+    if (s != UCS_OK)
+        return false;
+    uct_md_attr_t ma;
+    uct_tl_resource_desc_t *res;
+    unsigned nres;
+    if (uct_md_query(md, &ma) != UCS_OK || uct_md_query_tl_resources(md, &res, &nres) != UCS_OK)
+        return false;
+    rkey_len = ma.rkey_packed_size;
+    char dev[UCT_DEVICE_NAME_MAX] = "";
+    for (unsigned i = 0; i < nres; i++)
+        if (!strcmp(res[i].tl_name, "cma"))
+            snprintf(dev, sizeof dev, "%s", res[i].dev_name);
+    uct_release_tl_resource_list(res);
+    uct_iface_config_t *ic;
+    if (!dev[0] || ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async) != UCS_OK ||
+        uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &uworker) != UCS_OK ||
+        uct_md_iface_config_read(md, "cma", NULL, NULL, &ic) != UCS_OK)
+        return false;
+    uct_iface_params_t ip = {
+        .field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE,
+        .open_mode = UCT_IFACE_OPEN_MODE_DEVICE,
+        .mode.device = { .tl_name = "cma", .dev_name = dev },
+    };
+    s = uct_iface_open(md, uworker, &ip, ic, &iface);
+    uct_config_release(ic);
+    if (s != UCS_OK || uct_iface_query(iface, &attr) != UCS_OK ||
+        !(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) ||
+        !(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ||
+        attr.cap.get.max_zcopy < (size_t)CB_MAX_PAGE_GROUP * cb.ps)
+        return false;
+    return uct_md_mem_reg(md, cb.proto, cb.cfg.gas_size, UCT_MD_MEM_ACCESS_ALL, &store_mh) == UCS_OK &&
+           uct_md_mem_reg(md, (void *)cb.home, cb.npages * sizeof *cb.home, UCT_MD_MEM_ACCESS_ALL,
+                          &home_mh) == UCS_OK;
+}
+
+void cb_rma_init(void)
+{
+    if (cb.cfg.fetch_get && tls_allow_cma() && !open_cma())
+        cb_rma_fini(); /* what was opened; fetches go by messages */
+}
+
+bool cb_rma_ready(int node) { return atomic_load_explicit(&ready[node], memory_order_acquire); }
+
+/* [u64 store base][u64 home base][u32 device address length][u32 iface
+ * address length][u32 key length][u32 0][device address][iface address]
+ * [store key][home key]; NULL where this node cannot be read */
+void *cb_rma_keys(size_t *len)
+{
+    if (!store_mh || !home_mh)
+        return NULL;
+    size_t dl = attr.device_addr_len, il = attr.iface_addr_len;
+    *len = 32 + dl + il + 2 * rkey_len;
+    uint8_t *b = calloc(1, *len);
+    if (!b)
+        cb_die("out of memory for the remote keys");
+    uint64_t h[2] = { (uintptr_t)cb.proto, (uintptr_t)cb.home };
+    uint32_t l[4] = { (uint32_t)dl, (uint32_t)il, (uint32_t)rkey_len, 0 };
+    memcpy(b, h, 16);
+    memcpy(b + 16, l, 16);
+    uint8_t *q = b + 32;
+    if (uct_iface_get_device_address(iface, (uct_device_addr_t *)q) != UCS_OK ||
+        uct_iface_get_address(iface, (uct_iface_addr_t *)(q + dl)) != UCS_OK ||
+        uct_md_mkey_pack(md, store_mh, q + dl + il) != UCS_OK ||
+        uct_md_mkey_pack(md, home_mh, q + dl + il + rkey_len) != UCS_OK) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* comm thread: node's keys have come */
+void cb_rma_peer(int node, const void *keys, size_t len)
+{
+    const uint8_t *b = keys;
+    uint64_t h[2];
+    uint32_t l[4];
+    if (!iface || !store_mh || atomic_load(&ready[node]))
+        return;
+    if (len < 32 || (memcpy(h, b, 16), memcpy(l, b + 16, 16), 32 + (size_t)l[0] + l[1] + 2 * (size_t)l[2] != len))
+        cb_die("node %d: malformed remote keys from node %d", cb.self, node);
+    const uct_device_addr_t *dev = (const void *)(b + 32);
+    const uct_iface_addr_t *ia = (const void *)(b + 32 + l[0]);
+    const uint8_t *rk = b + 32 + l[0] + l[1];
+    if (l[0] != attr.device_addr_len || l[1] != attr.iface_addr_len || l[2] != rkey_len ||
+        !uct_iface_is_reachable(iface, dev, ia))
+        return; /* another host: messages */
+    cb_mutex_lock(&mu);
+    peer_t *p = &peers[node];
+    uct_ep_params_t ep = {
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface = iface,
+        .dev_addr = dev,
+        .iface_addr = ia,
+    };
+    if (uct_ep_create(&ep, &p->ep) == UCS_OK &&
+        uct_rkey_unpack(comp, rk, &p->store) == UCS_OK &&
+        uct_rkey_unpack(comp, rk + rkey_len, &p->home) == UCS_OK) {
+        p->store_base = h[0];
+        p->home_base = h[1];
+        atomic_store_explicit(&ready[node], true, memory_order_release);
+    }
+    cb_mutex_unlock(&mu);
+}
+
+static void read_done(uct_completion_t *c) { (void)c; }
+
+static ucs_status_t get(peer_t *p, void *dst, size_t len, uint64_t raddr, uct_rkey_t rkey)
+{
+    uct_iov_t iov = { .buffer = dst, .length = len, .memh = UCT_MEM_HANDLE_NULL, .count = 1 };
+    uct_completion_t c = { .func = read_done, .count = 1, .status = UCS_OK };
+    ucs_status_t s = uct_ep_get_zcopy(p->ep, &iov, 1, raddr, rkey, &c);
+    if (s != UCS_INPROGRESS)
+        return s;
+    /* cma copies within the call; were it not so, the copy is ours to finish */
+    uint64_t t0 = cb_now_ns();
+    while (c.count > 0) {
+        if (!uct_worker_progress(uworker) && cb_now_ns() - t0 > 10000000000ull)
+            cb_die("node %d: a remote read of %zu bytes did not end in 10 s", cb.self, len);
+    }
+    return c.status;
+}
+
+int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, int16_t *homes)
+{
+    if (!cb_rma_ready(node))
+        return -1;
+    cb_mutex_lock(&mu);
+    peer_t *p = &peers[node];
+    ucs_status_t s = UCS_ERR_NO_ELEM;
+    if (atomic_load(&ready[node])) {
+        s = get(p, dst, (size_t)n * cb.ps, p->store_base + page * cb.ps, p->store.rkey);
+        if (s == UCS_OK) /* after the data, in that order */
+            s = get(p, homes, n * sizeof *homes, p->home_base + page * sizeof *homes, p->home.rkey);
+        if (s != UCS_OK) /* the node is gone, or reads fail: messages from now on */
+            atomic_store(&ready[node], false);
+    }
+    cb_mutex_unlock(&mu);
+    return s == UCS_OK ? 0 : -1;
+}
+
+void cb_rma_fini(void)
+{
+    cb_mutex_lock(&mu);
+    for (int i = 0; i < CB_MAX_NODES; i++) {
+        peer_t *p = &peers[i];
+        atomic_store(&ready[i], false);
+        if (p->store.rkey)
+            uct_rkey_release(comp, &p->store);
+        if (p->home.rkey)
+            uct_rkey_release(comp, &p->home);
+        if (p->ep)
+            uct_ep_destroy(p->ep);
+        *p = (peer_t){ 0 };
+    }
+    if (store_mh)
+        uct_md_mem_dereg(md, store_mh);
+    if (home_mh)
+        uct_md_mem_dereg(md, home_mh);
+    store_mh = home_mh = NULL;
+    if (iface)
+        uct_iface_close(iface);
+    if (uworker)
+        uct_worker_destroy(uworker);
+    if (async)
+        ucs_async_context_destroy(async);
+    if (md)
+        uct_md_close(md);
+    iface = NULL;
+    uworker = NULL;
+    async = NULL;
+    md = NULL;
+    cb_mutex_unlock(&mu);
+}

@@ -1,0 +1,94 @@
+/* remote_read: a thread on the last node reads, ROUNDS times, a block of
+ * PAGES pages homed on node 0, which node 0 rewrites before each round
+ * (barriers order them).  Its first fetches ask node 0; later ones read
+ * node 0's memory in place where the transport can (remote reads).  With 3
+ * nodes or more, node 0 moves the first half of the block's homes to node
+ * 1 halfway, and a thread on node 1 writes the later rounds: node 0's
+ * memory then holds stale values, which a remote read must find out (the
+ * page's home is no longer node 0) and ask again.  Every value must be the
+ * round's.
+ * RESULT ok=1 bad=B rounds=R remote_reads=N fetches=F moved=M */
+#include <cables.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PAGES 32
+#define ROUNDS 6
+#define WORDS (PAGES * 4096 / 8)
+
+struct shared {
+    cables_barrier_t bar;
+    uint64_t *blk;
+    long bad;
+    uint64_t remote_reads, fetches;
+};
+
+static uint64_t value(int r, long k) { return (uint64_t)r * 1000003u + (uint64_t)k; }
+
+static int writes(int r, int nodes, int node) { return node == (r >= ROUNDS / 2 && nodes >= 3); }
+
+/* rounds written by this node's writer; barriers with the others */
+static void writer(struct shared *s, int node)
+{
+    int nodes = cables_node_count();
+    for (int r = 0; r < ROUNDS; r++) {
+        if (r == ROUNDS / 2 && nodes >= 3 && node == 0) {
+            if (cables_home_move(s->blk, PAGES / 2 * 4096, 1))
+                s->bad = -1000000;
+        }
+        if (writes(r, nodes, node))
+            for (long k = 0; k < WORDS; k++)
+                s->blk[k] = value(r, k);
+        cables_barrier_wait(&s->bar);
+        cables_barrier_wait(&s->bar);
+    }
+}
+
+static void *second_writer(void *p)
+{
+    writer(p, 1);
+    return NULL;
+}
+
+static void *reader(void *p)
+{
+    struct shared *s = p;
+    long bad = 0;
+    cables_stats_t st0, st1;
+    cables_stats_get(&st0);
+    for (int r = 0; r < ROUNDS; r++) {
+        cables_barrier_wait(&s->bar); /* round r written */
+        for (long k = 0; k < WORDS; k++)
+            bad += s->blk[k] != value(r, k);
+        cables_barrier_wait(&s->bar); /* read */
+    }
+    cables_stats_get(&st1);
+    s->bad += bad;
+    s->remote_reads = st1.fetches_read - st0.fetches_read;
+    s->fetches = st1.fetches - st0.fetches;
+    return NULL;
+}
+
+int main(void)
+{
+    int nodes = cables_node_count(), last = nodes - 1, moved = 0;
+    struct shared *s = cables_alloc_placed(sizeof *s, CABLES_POLICY_FIXED, last);
+    s->blk = cables_alloc_placed(PAGES * 4096, CABLES_POLICY_FIXED, 0);
+    cables_barrier_init(&s->bar, nodes >= 3 ? 3 : 2);
+    cables_thread_t t, t2;
+    if (cables_thread_create(&t, last, reader, s) ||
+        (nodes >= 3 && cables_thread_create(&t2, 1, second_writer, s))) {
+        printf("RESULT ok=0 error=create\n");
+        return 1;
+    }
+    writer(s, 0);
+    if (nodes >= 3) {
+        cables_thread_join(t2, NULL);
+        moved = PAGES / 2;
+    }
+    cables_thread_join(t, NULL);
+    printf("RESULT ok=%d bad=%ld rounds=%d remote_reads=%llu fetches=%llu moved=%d\n",
+           s->bad == 0, s->bad, ROUNDS, (unsigned long long)s->remote_reads,
+           (unsigned long long)s->fetches, moved);
+    return s->bad != 0;
+}
