@@ -234,6 +234,7 @@ void cb_on_move(const cb_msg_t *m)
     }
     if (s & PG_ACC)
         cb_page_protect(p, 1, PROT_NONE); /* later writes here would be lost */
+    atomic_fetch_add(cb.moves, 1); /* our copy is stale from now on (rma.c) */
     cb_home_set(p, to);
     cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = m->c, .d = m->d };
     cb_send(to, &mp, cb_proto_page(p), cb.ps, false);
@@ -255,6 +256,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
         return;
     }
     uint32_t acc = s & PG_ACC;
+    atomic_fetch_add(cb.moves, 1); /* what was served from here before is stale */
     if (acc != PG_NONE)
         cb_page_protect(p, 1, PROT_READ); /* stop writers while merging */
     if (acc == PG_RW) {
@@ -334,6 +336,7 @@ int64_t cb_homes_hand_over(void)
             uint32_t s;
             if (!cb_page_try_own(p, &s))
                 return -1;
+            atomic_fetch_add(cb.moves, 1);
             /* no thread runs here any more: the application view stays as it is */
             cb_home_set(p, 0); /* what reaches us for it goes on there */
             if (res[p - c] & 1) { /* never touched: zero, as the master's store is */

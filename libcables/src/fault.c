@@ -18,31 +18,30 @@
 static struct sigaction app_segv; /* what the application (or libc) had */
 
 /* A remote read of pages [p, p + *got) from home, as far as home served
- * them to this node before (so they are shared there: its writes since
- * have notices) and was still their home after the read (a home that moved
- * away keeps a stale page).  No message: no thread wakes at either end.
- * False: ask the home. */
+ * them to this node before in the same move epoch (so they are shared
+ * there: its writes since have notices) and that epoch has not changed by
+ * the end of the read (no page moved in or out of home: they are still
+ * homed there, and its copy is not stale).  No message: no thread wakes at
+ * either end.  False: ask the home. */
 static bool fetch_read(uint64_t p, int home, uint32_t *got)
 {
-    uint32_t n = 0;
-    while (n < *got && atomic_load_explicit(&cb.shared_at[p + n], memory_order_relaxed) == home + 1)
-        n++;
-    if (n == 0 || !cb_rma_ready(home))
+    uint64_t rec = atomic_load_explicit(&cb.served[p], memory_order_relaxed);
+    if (rec >> 32 != (uint64_t)home + 1 || !cb_rma_ready(home))
         return false;
-    int16_t homes[CB_MAX_PAGE_GROUP];
+    uint32_t n = 1;
+    while (n < *got && atomic_load_explicit(&cb.served[p + n], memory_order_relaxed) == rec)
+        n++;
     cb_populate(cb_proto_page(p), n * cb.ps, true);
+    uint64_t epoch;
     bool app = cb_app_thread;
     cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
-    int rc = cb_rma_get(home, p, n, cb_proto_page(p), homes);
+    int rc = cb_rma_get(home, p, n, cb_proto_page(p), &epoch);
     cb_app_thread = app;
-    uint32_t k = 0;
-    while (rc == 0 && k < n && homes[k] == home + 1)
-        k++;
-    if (k == 0) {
-        atomic_store_explicit(&cb.shared_at[p], 0, memory_order_relaxed);
+    if (rc || (uint32_t)epoch != (uint32_t)rec) {
+        atomic_store_explicit(&cb.served[p], 0, memory_order_relaxed);
         return false;
     }
-    *got = k;
+    *got = n;
     return true;
 }
 
@@ -84,7 +83,8 @@ static int fetch(uint64_t p, int home, uint32_t *got)
         if (w.value == PAGE_DATA) {
             *got = (uint32_t)(w.len / cb.ps);
             for (uint32_t i = 0; i < *got; i++)
-                atomic_store_explicit(&cb.shared_at[p + i], (uint8_t)(home + 1),
+                atomic_store_explicit(&cb.served[p + i],
+                                      (uint64_t)(home + 1) << 32 | (uint32_t)w.value3,
                                       memory_order_relaxed);
             break;
         }

@@ -49,7 +49,8 @@ void cb_gas_init(void)
     cb.twins = reserve(cb.cfg.gas_size);
     cb.pst = reserve(cb.npages * sizeof *cb.pst);
     cb.home = reserve(cb.npages * sizeof *cb.home);
-    cb.shared_at = reserve(cb.npages * sizeof *cb.shared_at);
+    cb.served = reserve(cb.npages * sizeof *cb.served);
+    cb.moves = reserve(cb.ps); /* a page of its own: registered for remote reads */
     cb.sums = reserve(cb.npages * sizeof *cb.sums);
     cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));
     cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));

@@ -246,7 +246,7 @@ void cb_release(void)
         }
         if (st.act & ACT_PROTECT) { /* a private home page: no diff */
             cb_prot_run(&run, p, cb_page_prot(st.next));
-            held[i] = st.next | (s & PG_TWIN);
+            held[i] = st.next;
             continue;
         }
         if (st.act & ACT_DIFF && !diff_add(&batch[home], p, acks)) {
@@ -269,9 +269,8 @@ void cb_release(void)
         if (held[i] == UINT32_MAX)
             continue;
         uint64_t p = list[i];
-        /* twinned (kept writable, or opened with a neighbour's write
-         * fault): noticed if it was written (compared now that no thread
-         * can write it) */
+        /* a twinned page found unchanged: noticed if a write raced that
+         * comparison (compared again now that no thread can write it) */
         if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps)) {
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);
@@ -413,7 +412,7 @@ void cb_on_fetch(const cb_msg_t *m)
         return;
     int h = cb_home_cached(p);
     cb_msg_t r = { .type = M_PAGE, .a = h == cb.self ? PAGE_DATA : PAGE_MOVED,
-                   .b = (uint64_t)h };
+                   .b = (uint64_t)h, .c = atomic_load(cb.moves) };
     if (h != cb.self) {
         cb_reply(m, &r, NULL, 0, false);
         return;

@@ -104,7 +104,8 @@ enum cb_msg_type {
 enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2 };
 /* M_FETCH c: how many pages from a on the requester can take (0: one); the
  * home answers with the run of them it is home of (M_PAGE's payload) */
-/* M_PAGE a: what the answer is (b: the home) */
+/* M_PAGE a: what the answer is (b: the home; c: with PAGE_YOURS how many
+ * pages, with PAGE_DATA the home's move epoch) */
 enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3 };
 typedef struct {
     uint32_t type;
@@ -150,14 +151,14 @@ void cb_xport_flush(void);
  * place.  A home's keys (malloc'd, NULL if it cannot be read; it sends them
  * with the first page a node fetches from it) are taken by that node's comm
  * thread; then any thread may read n pages from the home's protocol view
- * into dst and, after them, the home's cached homes of those pages
- * (-1: not possible, ask the home). */
+ * into dst and, after them, the home's move epoch (-1: not possible, ask
+ * the home). */
 void cb_rma_init(void);
 void cb_rma_fini(void);
 void *cb_rma_keys(size_t *len);
 void cb_rma_peer(int node, const void *keys, size_t len);
 bool cb_rma_ready(int node);
-int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, int16_t *homes);
+int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, uint64_t *epoch);
 
 /* ---- write notices and intervals (hlrc.c) ---- */
 typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
@@ -353,8 +354,11 @@ typedef struct {
     uint8_t *twins;      /* twin of page p at twins + p * ps */
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
-    _Atomic uint8_t *shared_at; /* the node, plus one, that served a copy of the page
-                                   (its home: the page is PG_SHARED there) */
+    /* the node that served a copy of each page, plus one, << 32 | its
+     * move epoch then: the page was PG_SHARED there, and while that node's
+     * epoch stays the same the page is still homed there (rma.c) */
+    _Atomic uint64_t *served;
+    _Atomic uint64_t *moves; /* this node's move epoch: + 1 at each page moving in or out */
     uint64_t *sums;         /* checksum of each shared stack page at its last release */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */

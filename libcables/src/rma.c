@@ -6,8 +6,8 @@
  * UCX's uct layer.  Elsewhere (other hosts, UCX_TLS without shared memory)
  * pages are fetched with messages (fault.c).
  *
- * A home sends its keys (its cma address, where its page store and home
- * table lie) with the first page a node fetches from it; that node's comm
+ * A home sends its keys (its cma address, where its page store and move
+ * epoch lie) with the first page a node fetches from it; that node's comm
  * thread connects.  Reads are made by application threads, one at a time. */
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +22,13 @@ static uct_worker_h uworker;
 static uct_iface_h iface;
 static uct_iface_attr_t attr;
 static size_t rkey_len;
-static uct_mem_h store_mh, home_mh;
+static uct_mem_h store_mh, moves_mh;
 static cb_mutex_t mu = CB_MUTEX_INIT;
 
 typedef struct {
     uct_ep_h ep;
-    uct_rkey_bundle_t store, home;
-    uint64_t store_base, home_base;
+    uct_rkey_bundle_t store, moves;
+    uint64_t store_base, moves_at;
 } peer_t;
 static peer_t peers[CB_MAX_NODES];
 static _Atomic bool ready[CB_MAX_NODES];
@@ -97,8 +97,7 @@ static bool open_cma(void)
         attr.cap.get.max_zcopy < (size_t)CB_MAX_PAGE_GROUP * cb.ps)
         return false;
     return uct_md_mem_reg(md, cb.proto, cb.cfg.gas_size, UCT_MD_MEM_ACCESS_ALL, &store_mh) == UCS_OK &&
-           uct_md_mem_reg(md, (void *)cb.home, cb.npages * sizeof *cb.home, UCT_MD_MEM_ACCESS_ALL,
-                          &home_mh) == UCS_OK;
+           uct_md_mem_reg(md, (void *)cb.moves, cb.ps, UCT_MD_MEM_ACCESS_ALL, &moves_mh) == UCS_OK;
 }
 
 void cb_rma_init(void)
@@ -109,19 +108,19 @@ void cb_rma_init(void)
 
 bool cb_rma_ready(int node) { return atomic_load_explicit(&ready[node], memory_order_acquire); }
 
-/* [u64 store base][u64 home base][u32 device address length][u32 iface
+/* [u64 store base][u64 move epoch's address][u32 device address length][u32 iface
  * address length][u32 key length][u32 0][device address][iface address]
- * [store key][home key]; NULL where this node cannot be read */
+ * [store key][move epoch's key]; NULL where this node cannot be read */
 void *cb_rma_keys(size_t *len)
 {
-    if (!store_mh || !home_mh)
+    if (!store_mh || !moves_mh)
         return NULL;
     size_t dl = attr.device_addr_len, il = attr.iface_addr_len;
     *len = 32 + dl + il + 2 * rkey_len;
     uint8_t *b = calloc(1, *len);
     if (!b)
         cb_die("out of memory for the remote keys");
-    uint64_t h[2] = { (uintptr_t)cb.proto, (uintptr_t)cb.home };
+    uint64_t h[2] = { (uintptr_t)cb.proto, (uintptr_t)cb.moves };
     uint32_t l[4] = { (uint32_t)dl, (uint32_t)il, (uint32_t)rkey_len, 0 };
     memcpy(b, h, 16);
     memcpy(b + 16, l, 16);
@@ -129,7 +128,7 @@ void *cb_rma_keys(size_t *len)
     if (uct_iface_get_device_address(iface, (uct_device_addr_t *)q) != UCS_OK ||
         uct_iface_get_address(iface, (uct_iface_addr_t *)(q + dl)) != UCS_OK ||
         uct_md_mkey_pack(md, store_mh, q + dl + il) != UCS_OK ||
-        uct_md_mkey_pack(md, home_mh, q + dl + il + rkey_len) != UCS_OK) {
+        uct_md_mkey_pack(md, moves_mh, q + dl + il + rkey_len) != UCS_OK) {
         free(b);
         return NULL;
     }
@@ -163,9 +162,9 @@ void cb_rma_peer(int node, const void *keys, size_t len)
     };
     if (uct_ep_create(&ep, &p->ep) == UCS_OK &&
         uct_rkey_unpack(comp, rk, &p->store) == UCS_OK &&
-        uct_rkey_unpack(comp, rk + rkey_len, &p->home) == UCS_OK) {
+        uct_rkey_unpack(comp, rk + rkey_len, &p->moves) == UCS_OK) {
         p->store_base = h[0];
-        p->home_base = h[1];
+        p->moves_at = h[1];
         atomic_store_explicit(&ready[node], true, memory_order_release);
     }
     cb_mutex_unlock(&mu);
@@ -189,7 +188,7 @@ static ucs_status_t get(peer_t *p, void *dst, size_t len, uint64_t raddr, uct_rk
     return c.status;
 }
 
-int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, int16_t *homes)
+int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, uint64_t *epoch)
 {
     if (!cb_rma_ready(node))
         return -1;
@@ -199,7 +198,7 @@ int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, int16_t *homes)
     if (atomic_load(&ready[node])) {
         s = get(p, dst, (size_t)n * cb.ps, p->store_base + page * cb.ps, p->store.rkey);
         if (s == UCS_OK) /* after the data, in that order */
-            s = get(p, homes, n * sizeof *homes, p->home_base + page * sizeof *homes, p->home.rkey);
+            s = get(p, epoch, sizeof *epoch, p->moves_at, p->moves.rkey);
         if (s != UCS_OK) /* the node is gone, or reads fail: messages from now on */
             atomic_store(&ready[node], false);
     }
@@ -215,17 +214,17 @@ void cb_rma_fini(void)
         atomic_store(&ready[i], false);
         if (p->store.rkey)
             uct_rkey_release(comp, &p->store);
-        if (p->home.rkey)
-            uct_rkey_release(comp, &p->home);
+        if (p->moves.rkey)
+            uct_rkey_release(comp, &p->moves);
         if (p->ep)
             uct_ep_destroy(p->ep);
         *p = (peer_t){ 0 };
     }
     if (store_mh)
         uct_md_mem_dereg(md, store_mh);
-    if (home_mh)
-        uct_md_mem_dereg(md, home_mh);
-    store_mh = home_mh = NULL;
+    if (moves_mh)
+        uct_md_mem_dereg(md, moves_mh);
+    store_mh = moves_mh = NULL;
     if (iface)
         uct_iface_close(iface);
     if (uworker)

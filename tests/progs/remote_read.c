@@ -4,9 +4,9 @@
  * node 0's memory in place where the transport can (remote reads).  With 3
  * nodes or more, node 0 moves the first half of the block's homes to node
  * 1 halfway, and a thread on node 1 writes the later rounds: node 0's
- * memory then holds stale values, which a remote read must find out (the
- * page's home is no longer node 0) and ask again.  Every value must be the
- * round's.
+ * memory then holds stale values, which a remote read must find out (node
+ * 0's move epoch changed since it served the page) and ask again.  Every
+ * value must be the round's.
  * RESULT ok=1 bad=B rounds=R remote_reads=N fetches=F moved=M */
 #include <cables.h>
 #include <stdint.h>
