@@ -92,13 +92,14 @@ $(BUILD)/m4/native/%.c: %.C m4macros/c.m4.pthreads
 	@mkdir -p $(dir $@)
 	m4 m4macros/c.m4.pthreads $< > $@
 
-$(M4_CABLES): $(BUILD)/%: $(BUILD)/m4/cables/%.c $(CC_DRIVER) $(LIB) $(LINK_OBJS)
+# the splash2 programs include splash2/args.h (their option parser)
+$(M4_CABLES): $(BUILD)/%: $(BUILD)/m4/cables/%.c $(CC_DRIVER) $(LIB) $(LINK_OBJS) splash2/args.h
 	@mkdir -p $(dir $@)
-	$(CC_DRIVER) -std=gnu11 $(OPT) -Wall -pthread $< -o $@ -lm
+	$(CC_DRIVER) -std=gnu11 $(OPT) -Wall -Isplash2 -pthread $< -o $@ -lm
 
-$(M4_NATIVE): $(BUILD)/native/%: $(BUILD)/m4/native/%.c
+$(M4_NATIVE): $(BUILD)/native/%: $(BUILD)/m4/native/%.c splash2/args.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(OPT) -Wall -pthread $< -o $@ -lm
+	$(CC) -std=gnu11 $(OPT) -Wall -Isplash2 -pthread $< -o $@ -lm
 
 .SECONDARY: $(patsubst %.C,$(BUILD)/m4/cables/%.c,$(M4_SRCS)) $(patsubst %.C,$(BUILD)/m4/native/%.c,$(M4_SRCS))
 

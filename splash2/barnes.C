@@ -53,6 +53,7 @@
  *   RESULT ok=1 n=N p=P steps=S theta=T cells=C tree_ok=1 force_ok=1
  *          energy_ok=1 momentum_ok=1 force_err=X e_final=Y */
 MAIN_ENV
+#include "args.h"
 #include <math.h>
 #include <stdint.h>
 
@@ -559,40 +560,10 @@ static void usage(void)
     exit(2);
 }
 
-static long arg_num(const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end)
-        usage();
-    return v;
-}
-
-static double arg_real(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end)
-        usage();
-    return v;
-}
-
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc)
-            usage();
-        if (!strcmp(argv[i], "-n"))
-            n = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-p"))
-            P = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-s"))
-            steps = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-t"))
-            theta = arg_real(argv[++i]);
-        else
-            usage();
-    }
+    parse_args(argc, argv, (const splash_arg_t[]){ { "-n", &n }, { "-p", &P },
+                                                   { "-s", &steps }, { "-t", NULL, &theta }, { 0 } });
     if (n < 32 || n > 1048576 || P < 1 || P > 64 || P > n || steps < 0 || steps > 100000 ||
         !(theta >= 0 && theta <= 1))
         usage();

@@ -6,6 +6,7 @@
  * Usage: fft -m M -p P   prints RESULT ok=1 m=M p=P err_ok=1 checksum=X */
 MAIN_ENV
 
+#include "args.h"
 #include <math.h>
 #include <stdint.h>
 
@@ -169,29 +170,11 @@ static void usage(void)
     exit(2);
 }
 
-static long arg_num(const char *s)
-{
-    char *end;
-    if (!s || !*s)
-        usage();
-    long v = strtol(s, &end, 10);
-    if (*end)
-        usage();
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     M = 16;
     P = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") && i + 1 < argc)
-            M = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-p") && i + 1 < argc)
-            P = arg_num(argv[++i]);
-        else
-            usage();
-    }
+    parse_args(argc, argv, (const splash_arg_t[]){ { "-m", &M }, { "-p", &P }, { 0 } });
     if (M < 2 || M > 28 || M % 2 || P < 1 || P > 64)
         usage();
     N = 1L << M;

@@ -22,6 +22,7 @@
  * Prints LU_RESIDUAL r and
  *   RESULT ok=1 n=N p=P b=B residual_ok=1 checksum=X */
 MAIN_ENV
+#include "args.h"
 #include <math.h>
 
 struct GlobalMemory {
@@ -149,29 +150,10 @@ static void usage(void)
     exit(2);
 }
 
-static long arg_num(const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end)
-        usage();
-    return v;
-}
-
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc)
-            usage();
-        if (!strcmp(argv[i], "-n"))
-            n = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-p"))
-            P = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-b"))
-            B = arg_num(argv[++i]);
-        else
-            usage();
-    }
+    parse_args(argc, argv,
+               (const splash_arg_t[]){ { "-n", &n }, { "-p", &P }, { "-b", &B }, { 0 } });
     if (n < 1 || n > 16384 || B < 1 || B > n || n % B || P < 1 || P > 64)
         usage();
     nb = n / B;

@@ -24,6 +24,7 @@
  * Prints OCEAN_RESIDUAL, OCEAN_ERROR and
  *   RESULT ok=1 n=N p=P converged=1 cycles=C */
 MAIN_ENV
+#include "args.h"
 #include <math.h>
 
 #define MAXLEV 16
@@ -201,33 +202,10 @@ static void usage(void)
     exit(2);
 }
 
-static long arg_num(const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end)
-        usage();
-    return v;
-}
-
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc)
-            usage();
-        if (!strcmp(argv[i], "-n"))
-            n = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-p"))
-            P = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-e")) {
-            char *end;
-            const char *s = argv[++i];
-            tol = strtod(s, &end);
-            if (!*s || *end)
-                usage();
-        } else
-            usage();
-    }
+    parse_args(argc, argv,
+               (const splash_arg_t[]){ { "-n", &n }, { "-p", &P }, { "-e", NULL, &tol }, { 0 } });
     if (n < 2 || n > 4096 || (n & (n - 1)) || P < 1 || P > 64 || !(tol > 0 && tol < 1))
         usage();
     nlev = 0;

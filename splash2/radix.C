@@ -6,6 +6,7 @@
  * prints RESULT ok=1 n=N p=P sorted=1 sum=S xor=X */
 MAIN_ENV
 
+#include "args.h"
 #include <stdint.h>
 
 #define PAD 64 /* one line of results per thread on its own 512 bytes */
@@ -113,35 +114,14 @@ static void usage(void)
     exit(2);
 }
 
-static long arg_num(const char *s)
-{
-    char *end;
-    if (!s || !*s)
-        usage();
-    long v = strtol(s, &end, 10);
-    if (*end)
-        usage();
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     N = 262144;
     P = 1;
     RB = 8;
     MAXKEY = 1L << 24;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-n") && i + 1 < argc)
-            N = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-p") && i + 1 < argc)
-            P = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-r") && i + 1 < argc)
-            RB = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-m") && i + 1 < argc)
-            MAXKEY = arg_num(argv[++i]);
-        else
-            usage();
-    }
+    parse_args(argc, argv, (const splash_arg_t[]){ { "-n", &N }, { "-p", &P },
+                                                   { "-r", &RB }, { "-m", &MAXKEY }, { 0 } });
     if (N < 1 || N > (1L << 28) || P < 1 || P > 64 || RB < 1 || RB > 16 || MAXKEY < 2 ||
         MAXKEY > (1L << 31))
         usage();

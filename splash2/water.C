@@ -28,6 +28,7 @@
  * Prints drifts, then
  *   RESULT ok=1 n=N p=P steps=S energy_ok=1 momentum_ok=1 e_final=X */
 MAIN_ENV
+#include "args.h"
 #include <math.h>
 
 #define FIX_SCALE 4294967296.0 /* 2^32 */
@@ -212,29 +213,10 @@ static void usage(void)
     exit(2);
 }
 
-static long arg_num(const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end)
-        usage();
-    return v;
-}
-
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc)
-            usage();
-        if (!strcmp(argv[i], "-n"))
-            n = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-p"))
-            P = arg_num(argv[++i]);
-        else if (!strcmp(argv[i], "-s"))
-            steps = arg_num(argv[++i]);
-        else
-            usage();
-    }
+    parse_args(argc, argv,
+               (const splash_arg_t[]){ { "-n", &n }, { "-p", &P }, { "-s", &steps }, { 0 } });
     if (n < 2 || n > 4096 || P < 1 || P > 64 || P > n || steps < 0 || steps > 100000)
         usage();
 
