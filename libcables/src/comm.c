@@ -189,10 +189,18 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
         return;
     }
     if (m->type == M_PAGE && m->a == 0) {
-        if (len == 0 || len % cb.ps || len / cb.ps > (w->dst_pages ? w->dst_pages : 1))
-            cb_die("node %d: page reply of %zu bytes from node %d", cb.self, len, m->src);
-        cb_populate(w->dst, len, true); /* one call, not a fault per page */
-        memcpy(w->dst, p, len);
+        uint64_t runs = m->d ? m->d : 1;
+        size_t run = len / runs;
+        if (len == 0 || runs > (w->dst_runs ? w->dst_runs : 1) || len % runs || run % cb.ps ||
+            run / cb.ps > (w->dst_pages ? w->dst_pages : 1))
+            cb_die("node %d: page reply of %zu bytes in %llu runs from node %d", cb.self, len,
+                   (unsigned long long)runs, m->src);
+        for (uint64_t i = 0; i < runs; i++) {
+            uint8_t *d = (uint8_t *)w->dst + i * w->dst_stride;
+            cb_populate(d, run, true); /* one call, not a fault per page */
+            memcpy(d, (const uint8_t *)p + i * run, run);
+        }
+        w->dst_runs = (uint32_t)runs;
         w->len = len;
     } else if (len) {
         w->data = malloc(len);

@@ -153,6 +153,10 @@ void cb_config_load(cb_config_t *c)
             cb_die("CABLES_FETCH='%s' must be get (read pages from the home in place where the "
                    "transport can) or msg (always ask the home)", v);
     }
+    c->fetch_runs = 16;
+    if ((v = env("CABLES_FETCH_RUNS")) && whole(v, 1, CB_MAX_FETCH_RUNS, &c->fetch_runs))
+        cb_die("CABLES_FETCH_RUNS='%s' must be a whole number of runs from 1 (no strided "
+               "prefetch) to %d", v, CB_MAX_FETCH_RUNS);
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,

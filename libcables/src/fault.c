@@ -17,31 +17,42 @@
 
 static struct sigaction app_segv; /* what the application (or libc) had */
 
-/* A remote read of pages [p, p + *got) from home, as far as home served
- * them to this node before in the same move epoch (so they are shared
- * there: its writes since have notices) and that epoch has not changed by
- * the end of the read (no page moved in or out of home: they are still
- * homed there, and its copy is not stale).  No message: no thread wakes at
- * either end.  False: ask the home. */
-static bool fetch_read(uint64_t p, int home, uint32_t *got)
+/* A remote read of pages [p, p + *got) from home, and of as many of the
+ * *runs runs at p + r * stride as are whole, as far as home served them to
+ * this node before in the same move epoch (so they are shared there: its
+ * writes since have notices) and that epoch has not changed by the end of
+ * the read (no page moved in or out of home: they are still homed there,
+ * and its copy is not stale).  No message: no thread wakes at either end.
+ * False: ask the home. */
+static bool fetch_read(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t *runs)
 {
     uint64_t rec = atomic_load_explicit(&cb.served[p], memory_order_relaxed);
     if (rec >> 32 != (uint64_t)home + 1 || !cb_rma_ready(home))
         return false;
-    uint32_t n = 1;
+    uint32_t n = 1, r = 1;
     while (n < *got && atomic_load_explicit(&cb.served[p + n], memory_order_relaxed) == rec)
         n++;
-    cb_populate(cb_proto_page(p), n * cb.ps, true);
+    for (; r < *runs; r++) {
+        uint32_t i = 0;
+        while (i < n && atomic_load_explicit(&cb.served[p + r * stride + i],
+                                             memory_order_relaxed) == rec)
+            i++;
+        if (i < n)
+            break;
+    }
+    for (uint32_t k = 0; k < r; k++)
+        cb_populate(cb_proto_page(p + k * stride), n * cb.ps, true);
     uint64_t epoch;
     bool app = cb_app_thread;
     cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
-    int rc = cb_rma_get(home, p, n, cb_proto_page(p), &epoch);
+    int rc = cb_rma_get(home, p, n, r, stride, cb_proto_page(p), &epoch);
     cb_app_thread = app;
     if (rc || (uint32_t)epoch != (uint32_t)rec) {
         atomic_store_explicit(&cb.served[p], 0, memory_order_relaxed);
         return false;
     }
     *got = n;
+    *runs = r;
     return true;
 }
 
@@ -52,20 +63,24 @@ static bool fetch_read(uint64_t p, int home, uint32_t *got)
  * page is moving to this node (the caller lets the move land, then
  * faults again). */
 enum { FETCH_RETRY = -2 };
-static int fetch(uint64_t p, int home, uint32_t *got)
+static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t *runs)
 {
+    uint32_t want = *runs;
     uint64_t t0 = cb_now_ns();
     if (atomic_load(&cb.comm_down))
         cb_die("node %d: shared page %llu accessed after the node left the cluster (at exit, "
                "after the runtime stopped); its data cannot be fetched", cb.self,
                (unsigned long long)p);
-    if (home >= 0 && home != cb.self && cb.cfg.fetch_get && fetch_read(p, home, got)) {
+    if (home >= 0 && home != cb.self && cb.cfg.fetch_get && fetch_read(p, home, got, stride, runs)) {
         STAT_ADD(fetches_read, 1);
         goto fetched;
     }
+    *runs = 1;
     for (;;) {
-        cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got };
-        cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0, .c = *got };
+        cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got, .dst_runs = want,
+                          .dst_stride = stride * cb.ps };
+        cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0, .c = *got,
+                       .d = want > 1 ? want | stride << 16 : 0 };
         cb_call(home < 0 ? 0 : home, &m, NULL, 0, &w);
         if (home < 0)
             STAT_ADD(dir_lookups, 1);
@@ -81,17 +96,19 @@ static int fetch(uint64_t p, int home, uint32_t *got)
             return home;
         }
         if (w.value == PAGE_DATA) {
-            *got = (uint32_t)(w.len / cb.ps);
-            for (uint32_t i = 0; i < *got; i++)
-                atomic_store_explicit(&cb.served[p + i],
-                                      (uint64_t)(home + 1) << 32 | (uint32_t)w.value3,
-                                      memory_order_relaxed);
+            *runs = w.dst_runs;
+            *got = (uint32_t)(w.len / cb.ps / *runs);
+            for (uint32_t r = 0; r < *runs; r++)
+                for (uint32_t i = 0; i < *got; i++)
+                    atomic_store_explicit(&cb.served[p + r * stride + i],
+                                          (uint64_t)(home + 1) << 32 | (uint32_t)w.value3,
+                                          memory_order_relaxed);
             break;
         }
         /* PAGE_MOVED: follow the home */
     }
 fetched:
-    STAT_ADD(pages_fetched, *got);
+    STAT_ADD(pages_fetched, *got * *runs);
     STAT_ADD(fetches, 1);
     STAT_ADD(fetch_ns, cb_now_ns() - t0);
     return home;
@@ -119,6 +136,84 @@ static uint32_t take_next(uint64_t p, int home, uint32_t *state)
         state[k++] = s;
     }
     return k;
+}
+
+/* Strided prefetch: a thread whose fetches follow a stride (LU reading a
+ * column of blocks, a transpose reading a column of rows) is sent the runs
+ * ahead of it with the one it faulted on, more as the stride holds (4, 8,
+ * 16, ... runs, up to CABLES_FETCH_RUNS and CB_MAX_FETCH_PAGES pages). */
+static __thread uint64_t last_run CB_TLS; /* the last run this thread fetched */
+static __thread uint64_t last_stride CB_TLS;
+static __thread uint32_t stride_hits CB_TLS;
+
+static uint32_t plan_runs(uint64_t p, uint32_t n, uint64_t *stride)
+{
+    uint64_t d = p - last_run;
+    bool hit = d == last_stride && d >= n && d < (1ull << 40);
+    last_stride = d;
+    stride_hits = hit ? stride_hits + 1 : 0;
+    *stride = d;
+    if (!hit)
+        return 1;
+    uint32_t runs = 2u << (stride_hits < 5 ? stride_hits : 5);
+    if (runs > (uint32_t)cb.cfg.fetch_runs)
+        runs = (uint32_t)cb.cfg.fetch_runs;
+    if (runs * n > CB_MAX_FETCH_PAGES)
+        runs = CB_MAX_FETCH_PAGES / n;
+    return runs ? runs : 1;
+}
+
+/* Takes runs 1.. of a strided fetch: n pages each at p + r * stride, all
+ * invalid here and of p's cached home, as take_next takes run 0; stops at
+ * the first run it cannot take whole.  Run r's states go to
+ * state[(r - 1) * n ...].  Returns how many runs, run 0 included. */
+static uint32_t take_runs(uint64_t p, int home, uint32_t n, uint64_t stride, uint32_t want,
+                          uint32_t *state)
+{
+    uint32_t r = 1;
+    for (; r < want; r++) {
+        uint64_t q = p + r * stride;
+        uint32_t *st = state + (r - 1) * n, j = 0;
+        for (; q + n <= cb.npages && j < n; j++) {
+            uint32_t s;
+            if (cb_home_cached(q + j) != home ||
+                (j && cb_app_page(q + j) != cb_app_page(q + j - 1) + cb.ps) ||
+                !cb_page_try_own(q + j, &s))
+                break;
+            if ((s & PG_ACC) != PG_NONE) {
+                cb_page_unown(q + j, s);
+                break;
+            }
+            st[j] = s;
+        }
+        if (j < n) {
+            while (j--)
+                cb_page_unown(q + j, st[j]);
+            break;
+        }
+    }
+    return r;
+}
+
+/* The runs 1.. of a strided fetch: the first got pages of each of the
+ * first fetched runs arrived (readable copies), the rest stay as they were. */
+static void land_runs(uint64_t p, int home, uint32_t n, uint64_t stride, uint32_t taken,
+                      uint32_t fetched, uint32_t got, uint32_t *state)
+{
+    for (uint32_t r = 1; r < taken; r++) {
+        uint64_t q = p + r * stride;
+        uint32_t *st = state + (r - 1) * n, k = r < fetched ? got : 0;
+        for (uint32_t j = 0; j < k; j++) {
+            cb_home_set(q + j, home);
+            st[j] = cb_page_next(st[j], false, EV_READ_FAULT).next;
+        }
+        if (k) {
+            cb_page_protect(q, k, PROT_READ);
+            cb_populate(cb_app_page(q), k * cb.ps, false);
+        }
+        for (uint32_t j = 0; j < n; j++)
+            cb_page_unown(q + j, st[j]);
+    }
 }
 
 /* Write-ahead: the clean shared home pages next to a home page that took a
@@ -167,10 +262,14 @@ int cb_fault(uint64_t p, bool write)
     int home = cb_home_cached(p);
     bool fetched = false;
     uint32_t got = 1, next_state[CB_MAX_PAGE_GROUP], nnext = 0;
+    uint32_t run_state[CB_MAX_FETCH_PAGES], taken = 1, runs = 1;
+    uint64_t stride = 0;
     if (home < 0 && (s & PG_ACC) == PG_NONE) {
         nnext = take_next(p, -1, next_state);
         got = 1 + nnext;
-        home = fetch(p, -1, &got);
+        uint32_t want = plan_runs(p, got, &stride);
+        taken = runs = take_runs(p, -1, got, stride, want, run_state);
+        home = fetch(p, -1, &got, stride, &runs);
         fetched = home >= 0 && home != cb.self;
         if (home < 0)
             got = 1;
@@ -180,10 +279,17 @@ int cb_fault(uint64_t p, bool write)
     if (home >= 0 && st.act & ACT_FETCH && !fetched) {
         nnext = take_next(p, home, next_state);
         got = 1 + nnext;
-        home = fetch(p, home, &got);
+        uint32_t want = plan_runs(p, got, &stride);
+        taken = runs = take_runs(p, home, got, stride, want, run_state);
+        home = fetch(p, home, &got, stride, &runs);
+        fetched = home >= 0;
         if (home < 0)
             got = 1;
     }
+    if (fetched && home != cb.self)
+        last_run = p + (runs - 1) * stride;
+    land_runs(p, home, 1 + nnext, stride, taken, fetched && home != cb.self ? runs : 0, got,
+              run_state);
     /* the pages that came with p: copies fetched with it (readable), or
      * pages the directory made ours with it (accessed as p is); one
      * mprotect, p's too when it gets the same.  The others stay as they were. */

@@ -361,6 +361,7 @@ void cb_acquire(const uint32_t *target)
             cb_page_unown(pages[i], held[i]);
     free(held);
     cb_waiter_wait_pending(acks);
+
     cb_waiter_free(acks);
     free(pages);
     cb_mutex_unlock(&cb.release_mu);
@@ -381,8 +382,8 @@ static bool home_unknown(const cb_msg_t *m, const void *p, size_t len, uint64_t 
 }
 
 /* A home page is about to leave as a copy: from now on the home's writes
- * need notices, starting with those of its current interval.  False if it
- * is busy (the request waits). */
+ * need notices, those after its data is taken (page.c, EV_SHARE).  False if
+ * it is busy (the request waits). */
 static bool share(uint64_t p)
 {
     uint32_t s = atomic_load(&cb.pst[p]);
@@ -390,12 +391,28 @@ static bool share(uint64_t p)
         return true;
     if (!cb_page_try_own(p, &s))
         return false;
-    s |= PG_SHARED;
-    if ((s & PG_ACC) == PG_RW && !(s & PG_LISTED)) {
-        s |= PG_LISTED;
-        cb_dirty_push(p);
+    cb_page_step_t st = cb_page_next(s, true, EV_SHARE);
+    if (st.act & ACT_TWIN) {
+        memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);
+        STAT_ADD(twins, 1);
     }
-    cb_page_unown(p, s);
+    if (st.act & ACT_LIST)
+        cb_dirty_push(p);
+    cb_page_unown(p, st.next);
+    return true;
+}
+
+/* Pages [q, q + n) are all homed here, and leave as copies. */
+static bool run_ours(uint64_t q, uint64_t n)
+{
+    if (q + n > cb.npages)
+        return false;
+    for (uint64_t i = 0; i < n; i++)
+        if (cb_home_cached(q + i) != cb.self)
+            return false;
+    for (uint64_t i = 0; i < n; i++)
+        if (!share(q + i))
+            return false; /* busy: those shared already only cost notices */
     return true;
 }
 
@@ -425,6 +442,12 @@ void cb_on_fetch(const cb_msg_t *m)
     uint64_t n = 1;
     while (n < m->c && p + n < cb.npages && cb_home_cached(p + n) == cb.self && share(p + n))
         n++;
+    /* a strided fetch: the whole runs ahead, as far as they are ours */
+    uint64_t runs = 1, want = m->d & 0xffff, stride = m->d >> 16;
+    if (want > 1 && stride >= m->c)
+        while (runs < want && run_ours(p + runs * stride, n))
+            runs++;
+    r.d = runs;
     /* with the first, the keys to read the next ones itself (ahead of the
      * reply: they are installed when the requester faults again) */
     static bool keys_sent[CB_MAX_NODES];
@@ -436,7 +459,18 @@ void cb_on_fetch(const cb_msg_t *m)
         if (keys)
             cb_send(m->src, &k, keys, klen, true);
     }
-    cb_reply(m, &r, cb_proto_page(p), n * cb.ps, false);
+    if (runs == 1 || stride == n) {
+        cb_reply(m, &r, cb_proto_page(p), runs * n * cb.ps, false);
+        return;
+    }
+    size_t run = n * cb.ps;
+    uint8_t *b = malloc(runs * run);
+    if (!b)
+        cb_die("node %d: out of memory serving %llu pages", cb.self,
+               (unsigned long long)(runs * n));
+    for (uint64_t i = 0; i < runs; i++)
+        memcpy(b + i * run, cb_proto_page(p + i * stride), run);
+    cb_reply(m, &r, b, runs * run, true);
 }
 
 void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)

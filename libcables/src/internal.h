@@ -57,7 +57,9 @@ typedef struct cb_waiter {
     void *data;          /* reply payload, malloc'd by the comm thread */
     size_t len;
     void *dst;           /* where a page reply is copied (fault path) */
-    uint32_t dst_pages;  /* ... and how many pages fit there (0: one) */
+    uint32_t dst_pages;  /* ... and how many pages fit there (0: one), per run of */
+    uint32_t dst_runs;   /* ... this many runs (0: one; on the reply: how many came) */
+    size_t dst_stride;   /* ... this many bytes apart */
     _Atomic uint32_t pending; /* outstanding acks (diffs of a release) */
     uint64_t who;        /* lock.c: the thread taking the lock */
     bool try_only;       /* lock.c: a trylock, answered granted or busy */
@@ -104,8 +106,11 @@ enum cb_msg_type {
 enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2 };
 /* M_FETCH c: how many pages from a on the requester can take (0: one); the
  * home answers with the run of them it is home of (M_PAGE's payload) */
+/* M_FETCH d: a strided fetch, runs | stride << 16: as many runs of c pages
+ * at a + i * stride, i < runs, as the home has (whole runs, in order) */
 /* M_PAGE a: what the answer is (b: the home; c: with PAGE_YOURS how many
- * pages, with PAGE_DATA the home's move epoch) */
+ * pages, with PAGE_DATA the home's move epoch; d: with PAGE_DATA how many
+ * runs the payload holds, each of the same length, 0 meaning one) */
 enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3 };
 typedef struct {
     uint32_t type;
@@ -158,7 +163,10 @@ void cb_rma_fini(void);
 void *cb_rma_keys(size_t *len);
 void cb_rma_peer(int node, const void *keys, size_t len);
 bool cb_rma_ready(int node);
-int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, uint64_t *epoch);
+/* runs of n pages at page + r * stride, r < runs, to dst likewise; then
+ * the node's move epoch */
+int cb_rma_get(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride, void *dst,
+               uint64_t *epoch);
 
 /* ---- write notices and intervals (hlrc.c) ---- */
 typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;

@@ -100,6 +100,24 @@ cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
         s.next = PG_SHARED | PG_LISTED | PG_TWIN | PG_RW;
         s.act = ACT_PROTECT | ACT_TWIN | ACT_LIST;
         return s;
+    case EV_SHARE:
+        /* from now on its writes need notices.  Writable (written in this
+         * interval), it is twinned now, before its data leaves: the release
+         * notices it only if it was written after that, not for every page
+         * served while its writer's interval was open */
+        if (!is_home || state & PG_SHARED)
+            return s;
+        if (acc == PG_RW && !(state & PG_STACK)) {
+            s.next = PG_SHARED | PG_LISTED | PG_TWIN | PG_RW;
+            s.act = ACT_TWIN | (keep ? 0 : ACT_LIST);
+            return s;
+        }
+        s.next |= PG_SHARED; /* a stack page: noticed at every release from now on */
+        if (acc == PG_RW && !keep) {
+            s.next |= PG_LISTED;
+            s.act = ACT_LIST;
+        }
+        return s;
     case EV_INVALIDATE:
         if (is_home || acc == PG_NONE)
             return s;

@@ -16,6 +16,8 @@ extern "C" {
 
 #define CB_MAX_NODES 64
 #define CB_MAX_PAGE_GROUP 64 /* pages one fault may handle */
+#define CB_MAX_FETCH_RUNS 64 /* runs of pages one strided fetch may bring */
+#define CB_MAX_FETCH_PAGES 256 /* pages one fetch may bring, all runs together */
 
 /* ---- page state word (page.c): one 32-bit word per page, futex-waitable */
 enum {
@@ -31,15 +33,17 @@ enum {
     PG_STACK = 1u << 6,   /* home page of a thread stack: always writable (code
                              of the runtime runs on it and must never fault);
                              once shared, noticed at every release */
-    PG_TWIN = 1u << 7,    /* home page opened for writing by a neighbour's write
-                             fault: twinned, noticed only if it differs */
+    PG_TWIN = 1u << 7,    /* shared home page kept writable (written in an interval,
+                             served while written, or opened by a neighbour's write
+                             fault): twinned, noticed only if it differs */
 };
 /* EV_RELEASE: a listed page at a release; EV_IDLE: a listed copy whose
  * release diff was empty (it stops being written) */
 /* EV_WRITE_AHEAD: a page after one that took a write fault, opened with it
  * if it is a clean shared home page (act 0 otherwise) */
+/* EV_SHARE: a home page about to leave as a copy (served to another node) */
 enum cb_page_event { EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_IDLE, EV_INVALIDATE,
-                     EV_WRITE_AHEAD };
+                     EV_WRITE_AHEAD, EV_SHARE };
 enum {
     ACT_FETCH = 1, ACT_TWIN = 2, ACT_LIST = 4, ACT_DIFF = 8,
     ACT_PROTECT = 16, /* set the application view's protection to next's */
@@ -74,6 +78,7 @@ typedef struct {
                              fetch brings the invalid ones after the faulting one, up to this
                              many; a write fault on a home page opens that many */
     bool fetch_get;       /* fetch by remote reads where the transport does them in place */
+    int fetch_runs;       /* a fetch whose faults follow a stride brings up to this many runs */
 } cb_config_t;
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);

@@ -188,7 +188,8 @@ static ucs_status_t get(peer_t *p, void *dst, size_t len, uint64_t raddr, uct_rk
     return c.status;
 }
 
-int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, uint64_t *epoch)
+int cb_rma_get(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride, void *dst,
+               uint64_t *epoch)
 {
     if (!cb_rma_ready(node))
         return -1;
@@ -196,7 +197,10 @@ int cb_rma_get(int node, uint64_t page, uint32_t n, void *dst, uint64_t *epoch)
     peer_t *p = &peers[node];
     ucs_status_t s = UCS_ERR_NO_ELEM;
     if (atomic_load(&ready[node])) {
-        s = get(p, dst, (size_t)n * cb.ps, p->store_base + page * cb.ps, p->store.rkey);
+        s = UCS_OK;
+        for (uint32_t r = 0; r < runs && s == UCS_OK; r++)
+            s = get(p, (uint8_t *)dst + r * stride * cb.ps, (size_t)n * cb.ps,
+                    p->store_base + (page + r * stride) * cb.ps, p->store.rkey);
         if (s == UCS_OK) /* after the data, in that order */
             s = get(p, epoch, sizeof *epoch, p->moves_at, p->moves.rkey);
         if (s != UCS_OK) /* the node is gone, or reads fail: messages from now on */

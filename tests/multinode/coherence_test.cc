@@ -13,6 +13,7 @@ class BarrierChurn : public ::testing::TestWithParam<Cfg> {};
 class HomeMoveRace : public ::testing::TestWithParam<Cfg> {};
 class CondVar : public ::testing::TestWithParam<Cfg> {};
 class RemoteRead : public ::testing::TestWithParam<Cfg> {};
+class StridedRead : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -122,6 +123,35 @@ TEST_P(RemoteRead, RefetchesReadTheHomeInPlaceNeverStale)
     }
 }
 
+// A column of blocks read a block at a time (faults a stride apart) comes
+// in a few strided fetches (CABLES_FETCH_RUNS=1: one per block), every page
+// where it belongs; pages served while their home writes them are noticed
+// at the next barrier (strided_read.c).
+TEST_P(StridedRead, StridedFetchesBringTheColumnAndMissNoWrite)
+{
+    const Cfg c = GetParam();
+    const long rounds = 3, rows = 64; // strided_read.c: ROUNDS, ROWS
+    long fetches[2];
+    for (int i = 0; i < 2; i++) {
+        const char *runs = i == 0 ? "1" : "16";
+        SCOPED_TRACE(runs);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("strided_read"), {},
+                                  {{"CABLES_FETCH_RUNS", runs}});
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        fetches[i] = mn::get_ll(r, "fetches");
+        if (c.nodes == 1) {
+            EXPECT_EQ(fetches[i], 0) << res.describe();
+        } else if (i == 0) { // each block: its pages, then its first page again (rewritten)
+            EXPECT_GE(fetches[i], 2 * rounds * rows) << res.describe();
+        }
+    }
+    if (c.nodes > 1) {
+        EXPECT_LE(fetches[1] * 4, fetches[0]);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, StridedRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, RemoteRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, FalseSharing, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

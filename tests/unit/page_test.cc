@@ -12,7 +12,7 @@ namespace {
 constexpr bool kHome = true, kCopy = false;
 using States = std::initializer_list<uint32_t>;
 const cb_page_event kEvents[] = {EV_READ_FAULT, EV_WRITE_FAULT, EV_RELEASE, EV_IDLE, EV_INVALIDATE,
-                                 EV_WRITE_AHEAD};
+                                 EV_WRITE_AHEAD, EV_SHARE};
 
 cb_page_step_t step(uint32_t s, bool home, cb_page_event ev) { return cb_page_next(s, home, ev); }
 
@@ -197,6 +197,32 @@ TEST(PageNext, ReleaseOfWrittenSharedHomeKeepsItWritableWithATwin)
     EXPECT_EQ(s.act, 0u);
 }
 
+// A home page served for the first time: a writable one (written in this
+// interval) is twinned with the data that leaves and listed, so the release
+// notices it only if written after; others are only marked shared.
+TEST(PageNext, ShareTwinsAWritableHomePageWithTheDataThatLeaves)
+{
+    auto s = step(PG_RW, kHome, EV_SHARE);
+    EXPECT_EQ(s.next, (uint32_t)(PG_SHARED | PG_LISTED | PG_TWIN | PG_RW));
+    EXPECT_EQ(s.act, (unsigned)(ACT_TWIN | ACT_LIST));
+    s = step(PG_RW | PG_LISTED, kHome, EV_SHARE);  // listed already: not again
+    EXPECT_EQ(s.act, (unsigned)ACT_TWIN);
+    // the release that follows compares it (no new twin), then EV_IDLE protects it
+    s = step(s.next, kHome, EV_RELEASE);
+    EXPECT_EQ(s.act, (unsigned)ACT_LIST);
+    EXPECT_TRUE(s.next & PG_TWIN);
+    for (uint32_t acc : States{PG_NONE, PG_RO}) {
+        s = step(acc, kHome, EV_SHARE);
+        EXPECT_EQ(s.next, acc | PG_SHARED);
+        EXPECT_EQ(s.act, 0u);
+    }
+    s = step(PG_RW | PG_STACK, kHome, EV_SHARE);  // a stack: noticed at every release, no twin
+    EXPECT_EQ(s.next, (uint32_t)(PG_RW | PG_STACK | PG_SHARED | PG_LISTED));
+    EXPECT_EQ(s.act, (unsigned)ACT_LIST);
+    EXPECT_EQ(step(PG_RW | PG_SHARED | PG_LISTED | PG_TWIN, kHome, EV_SHARE).act, 0u);
+    EXPECT_EQ(step(PG_RO, kCopy, EV_SHARE).act, 0u);
+}
+
 // Every state word (access bits x BUSY x WAITERS x LISTED x SHARED x STACK x TWIN), event and side.
 TEST(PageNext, InvariantsOverAllStates)
 {
@@ -217,7 +243,7 @@ TEST(PageNext, InvariantsOverAllStates)
                         EXPECT_EQ(s.next & (PG_TWIN | PG_ACC), (uint32_t)PG_RO);
                     }
                     if (s.act & ACT_TWIN) {
-                        EXPECT_TRUE(ev == EV_WRITE_AHEAD || ev == EV_RELEASE);
+                        EXPECT_TRUE(ev == EV_WRITE_AHEAD || ev == EV_RELEASE || ev == EV_SHARE);
                         EXPECT_TRUE(s.next & PG_TWIN);
                     }
                 } else if (!(st & PG_TWIN)) {  // a copy's twin is its diff base: no mark
@@ -239,6 +265,13 @@ TEST(PageNext, InvariantsOverAllStates)
                     if (s.next & PG_LISTED) {  // a copy still written, a shared stack, or a kept-open home page
                         EXPECT_EQ(s.next & PG_ACC, (uint32_t)PG_RW);
                         EXPECT_TRUE(!home || (st & PG_STACK) || (s.next & PG_TWIN));
+                    }
+                } else if (ev == EV_SHARE) {  // shared from now on, its access unchanged
+                    EXPECT_EQ(s.act & (ACT_FETCH | ACT_DIFF | ACT_PROTECT), 0u);
+                    EXPECT_EQ(s.next & PG_ACC, st & PG_ACC);
+                    EXPECT_TRUE(!home || (s.next & PG_SHARED));
+                    if (!home || (st & PG_SHARED)) {
+                        EXPECT_EQ(s.next, st & ~(uint32_t)(PG_BUSY | PG_WAITERS));
                     }
                 } else if (s.act == 0) {
                     EXPECT_EQ(s.next, st & ~(uint32_t)(PG_BUSY | PG_WAITERS));
