@@ -142,8 +142,8 @@ TEST_P(StridedRead, StridedFetchesBringTheColumnAndMissNoWrite)
         fetches[i] = mn::get_ll(r, "fetches");
         if (c.nodes == 1) {
             EXPECT_EQ(fetches[i], 0) << res.describe();
-        } else if (i == 0) { // each block: its pages, then its first page again (rewritten)
-            EXPECT_GE(fetches[i], 2 * rounds * rows) << res.describe();
+        } else if (i == 0) { // each block at least once (its first page again if rewritten after)
+            EXPECT_GE(fetches[i], rounds * rows) << res.describe();
         }
     }
     if (c.nodes > 1) {
