@@ -195,12 +195,14 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
             run / cb.ps > (w->dst_pages ? w->dst_pages : 1))
             cb_die("node %d: page reply of %zu bytes in %llu runs from node %d", cb.self, len,
                    (unsigned long long)runs, m->src);
+        if (runs > 1 && w->dst_stride == run)
+            run = len, runs = 1; /* runs that touch: one block */
         for (uint64_t i = 0; i < runs; i++) {
             uint8_t *d = (uint8_t *)w->dst + i * w->dst_stride;
             cb_populate(d, run, true); /* one call, not a fault per page */
             memcpy(d, (const uint8_t *)p + i * run, run);
         }
-        w->dst_runs = (uint32_t)runs;
+        w->dst_runs = (uint32_t)(m->d ? m->d : 1);
         w->len = len;
     } else if (len) {
         w->data = malloc(len);

@@ -196,24 +196,28 @@ static uint32_t take_runs(uint64_t p, int home, uint32_t n, uint64_t stride, uin
 }
 
 /* The runs 1.. of a strided fetch: the first got pages of each of the
- * first fetched runs arrived (readable copies), the rest stay as they were. */
+ * first fetched runs arrived (readable copies), the rest stay as they were.
+ * Runs that touch (a stride of got pages) share their protection change. */
 static void land_runs(uint64_t p, int home, uint32_t n, uint64_t stride, uint32_t taken,
                       uint32_t fetched, uint32_t got, uint32_t *state)
 {
-    for (uint32_t r = 1; r < taken; r++) {
+    bool adjacent = stride == got;
+    for (uint32_t r = 1; r < fetched; r++) {
         uint64_t q = p + r * stride;
-        uint32_t *st = state + (r - 1) * n, k = r < fetched ? got : 0;
-        for (uint32_t j = 0; j < k; j++) {
+        uint32_t *st = state + (r - 1) * n;
+        for (uint32_t j = 0; j < got; j++) {
             cb_home_set(q + j, home);
             st[j] = cb_page_next(st[j], false, EV_READ_FAULT).next;
         }
-        if (k) {
-            cb_page_protect(q, k, PROT_READ);
-            cb_populate(cb_app_page(q), k * cb.ps, false);
+        if (!adjacent || r + 1 == fetched) {
+            uint64_t first = adjacent ? p + stride : q, len = adjacent ? (r * stride) : got;
+            cb_page_protect(first, len, PROT_READ);
+            cb_populate(cb_app_page(first), len * cb.ps, false);
         }
-        for (uint32_t j = 0; j < n; j++)
-            cb_page_unown(q + j, st[j]);
     }
+    for (uint32_t r = 1; r < taken; r++)
+        for (uint32_t j = 0; j < n; j++)
+            cb_page_unown(p + r * stride + j, state[(r - 1) * n + j]);
 }
 
 /* Write-ahead: the clean shared home pages next to a home page that took a
