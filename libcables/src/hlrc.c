@@ -361,7 +361,6 @@ void cb_acquire(const uint32_t *target)
             cb_page_unown(pages[i], held[i]);
     free(held);
     cb_waiter_wait_pending(acks);
-
     cb_waiter_free(acks);
     free(pages);
     cb_mutex_unlock(&cb.release_mu);
