@@ -120,21 +120,26 @@ fetched:
  * the pages not known either, and the directory keeps them to p's
  * allocation.  Takes those it can own without waiting; their states go to
  * state[]. */
+/* Page q for a fetch with the page before it (after_prev: it must follow
+ * that one in the application view too): of the same cached home, invalid
+ * here, and owned without waiting (its state to *s). */
+static bool take_page(uint64_t q, int home, bool after_prev, uint32_t *s)
+{
+    if (q >= cb.npages || cb_home_cached(q) != home ||
+        (after_prev && cb_app_page(q) != cb_app_page(q - 1) + cb.ps) || !cb_page_try_own(q, s))
+        return false;
+    if ((*s & PG_ACC) != PG_NONE) {
+        cb_page_unown(q, *s);
+        return false;
+    }
+    return true;
+}
+
 static uint32_t take_next(uint64_t p, int home, uint32_t *state)
 {
     uint32_t k = 0;
-    while (k + 1 < (uint32_t)cb.cfg.page_group && p + k + 1 < cb.npages &&
-           cb_home_cached(p + k + 1) == home) {
-        uint64_t q = p + k + 1;
-        uint32_t s;
-        if (cb_app_page(q) != cb_app_page(q - 1) + cb.ps || !cb_page_try_own(q, &s))
-            break;
-        if ((s & PG_ACC) != PG_NONE) {
-            cb_page_unown(q, s);
-            break;
-        }
-        state[k++] = s;
-    }
+    while (k + 1 < (uint32_t)cb.cfg.page_group && take_page(p + k + 1, home, true, &state[k]))
+        k++;
     return k;
 }
 
@@ -163,29 +168,19 @@ static uint32_t plan_runs(uint64_t p, uint32_t n, uint64_t *stride)
     return runs ? runs : 1;
 }
 
-/* Takes runs 1.. of a strided fetch: n pages each at p + r * stride, all
- * invalid here and of p's cached home, as take_next takes run 0; stops at
- * the first run it cannot take whole.  Run r's states go to
- * state[(r - 1) * n ...].  Returns how many runs, run 0 included. */
-static uint32_t take_runs(uint64_t p, int home, uint32_t n, uint64_t stride, uint32_t want,
-                          uint32_t *state)
+/* Takes runs 1.. of a strided fetch of the run of n pages at p, as far as
+ * this thread's fetches follow a stride (plan_runs; *stride): n pages each
+ * at p + r * stride, taken as take_next takes run 0; stops at the first run
+ * it cannot take whole.  Run r's states go to state[(r - 1) * n ...].
+ * Returns how many runs, run 0 included. */
+static uint32_t take_runs(uint64_t p, int home, uint32_t n, uint64_t *stride, uint32_t *state)
 {
-    uint32_t r = 1;
+    uint32_t r = 1, want = plan_runs(p, n, stride);
     for (; r < want; r++) {
-        uint64_t q = p + r * stride;
+        uint64_t q = p + r * *stride;
         uint32_t *st = state + (r - 1) * n, j = 0;
-        for (; q + n <= cb.npages && j < n; j++) {
-            uint32_t s;
-            if (cb_home_cached(q + j) != home ||
-                (j && cb_app_page(q + j) != cb_app_page(q + j - 1) + cb.ps) ||
-                !cb_page_try_own(q + j, &s))
-                break;
-            if ((s & PG_ACC) != PG_NONE) {
-                cb_page_unown(q + j, s);
-                break;
-            }
-            st[j] = s;
-        }
+        while (j < n && take_page(q + j, home, j > 0, &st[j]))
+            j++;
         if (j < n) {
             while (j--)
                 cb_page_unown(q + j, st[j]);
@@ -271,8 +266,7 @@ int cb_fault(uint64_t p, bool write)
     if (home < 0 && (s & PG_ACC) == PG_NONE) {
         nnext = take_next(p, -1, next_state);
         got = 1 + nnext;
-        uint32_t want = plan_runs(p, got, &stride);
-        taken = runs = take_runs(p, -1, got, stride, want, run_state);
+        taken = runs = take_runs(p, -1, got, &stride, run_state);
         home = fetch(p, -1, &got, stride, &runs);
         fetched = home >= 0 && home != cb.self;
         if (home < 0)
@@ -283,8 +277,7 @@ int cb_fault(uint64_t p, bool write)
     if (home >= 0 && st.act & ACT_FETCH && !fetched) {
         nnext = take_next(p, home, next_state);
         got = 1 + nnext;
-        uint32_t want = plan_runs(p, got, &stride);
-        taken = runs = take_runs(p, home, got, stride, want, run_state);
+        taken = runs = take_runs(p, home, got, &stride, run_state);
         home = fetch(p, home, &got, stride, &runs);
         fetched = home >= 0;
         if (home < 0)
@@ -334,10 +327,8 @@ int cb_fault(uint64_t p, bool write)
         cb_page_unown(p, s);
         return -1;
     }
-    if (st.act & ACT_TWIN) {
-        memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);
-        STAT_ADD(twins, 1);
-    }
+    if (st.act & ACT_TWIN)
+        cb_twin_take(p);
     if (st.act & ACT_LIST)
         cb_dirty_push(p);
     if (st.act & ACT_PROTECT && is_home && write && s & PG_SHARED) {

@@ -197,6 +197,12 @@ static void sort_pages(uint32_t *a, size_t n)
     }
 }
 
+void cb_twin_take(uint64_t p)
+{
+    memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);
+    STAT_ADD(twins, 1);
+}
+
 void cb_release(void)
 {
     uint32_t *list;
@@ -228,11 +234,9 @@ void cb_release(void)
         if (home == cb.self && st.next & PG_TWIN) {
             /* a shared home page stays writable: written in this interval
              * if it took a write fault (no twin yet) or differs from its twin */
-            uint8_t *twin = cb.twins + p * cb.ps;
             if (st.act & ACT_TWIN) {
-                memcpy(twin, cb_proto_page(p), cb.ps);
-                STAT_ADD(twins, 1);
-            } else if (!cb_twin_refresh(cb_proto_page(p), twin, cb.ps)) {
+                cb_twin_take(p);
+            } else if (!cb_twin_refresh(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps)) {
                 st = cb_page_next(st.next, true, EV_IDLE); /* protected, then compared again */
                 cb_prot_run(&run, p, cb_page_prot(st.next));
                 held[i] = st.next | PG_TWIN;
@@ -391,10 +395,8 @@ static bool share(uint64_t p)
     if (!cb_page_try_own(p, &s))
         return false;
     cb_page_step_t st = cb_page_next(s, true, EV_SHARE);
-    if (st.act & ACT_TWIN) {
-        memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);
-        STAT_ADD(twins, 1);
-    }
+    if (st.act & ACT_TWIN)
+        cb_twin_take(p);
     if (st.act & ACT_LIST)
         cb_dirty_push(p);
     cb_page_unown(p, st.next);

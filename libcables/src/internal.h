@@ -173,6 +173,7 @@ typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
 typedef struct { cb_interval_t *iv; uint32_t n, cap; } cb_wnlog_t;
 typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
+void cb_twin_take(uint64_t p);         /* page p's twin := its protocol view */
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
 /* Encode the notices in (from, my vc] into a malloc'd buffer; vc_out (if
