@@ -30,10 +30,16 @@ TEST(PageNext, ReadFaultOnInvalidListedCopyKeepsNotice)
     EXPECT_EQ(s.act, (unsigned)(ACT_FETCH | ACT_PROTECT));
 }
 
+// A private home page (never served) is opened for writing at a read
+// fault too: its writes need no notice, and a page read first is mostly
+// written next.  A shared one is opened for reading only.
 TEST(PageNext, ReadFaultOnHomeDoesNotFetch)
 {
     auto s = step(PG_NONE, kHome, EV_READ_FAULT);
-    EXPECT_EQ(s.next, (uint32_t)PG_RO);
+    EXPECT_EQ(s.next, (uint32_t)PG_RW);
+    EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
+    s = step(PG_NONE | PG_SHARED, kHome, EV_READ_FAULT);
+    EXPECT_EQ(s.next, (uint32_t)(PG_SHARED | PG_RO));
     EXPECT_EQ(s.act, (unsigned)ACT_PROTECT);
 }
 
