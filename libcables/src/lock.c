@@ -30,7 +30,7 @@ typedef struct { uint64_t key; int tail; UT_hash_handle hh; } lk_tail_t;
 
 static cb_mutex_t lk_mu = CB_MUTEX_INIT;
 static lk_t *locks;      /* this node's view of each lock, under lk_mu */
-static lk_tail_t *tails; /* manager: comm thread only */
+static lk_tail_t *tails; /* manager: under lk_mu */
 
 static lk_t *lk_get(uint64_t key)
 {
@@ -46,6 +46,22 @@ static lk_t *lk_get(uint64_t key)
         HASH_ADD(hh, locks, key, sizeof key, s);
     }
     return s;
+}
+
+/* manager, under lk_mu: the node the lock's queue ends at (-1: never asked for) */
+static lk_tail_t *tail_get(uint64_t key)
+{
+    lk_tail_t *t;
+    HASH_FIND(hh, tails, &key, sizeof key, t);
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t)
+            cb_die("out of memory for a lock");
+        t->key = key;
+        t->tail = -1;
+        HASH_ADD(hh, tails, key, sizeof t->key, t);
+    }
+    return t;
 }
 
 static void send_request(uint64_t key, bool try)
@@ -115,6 +131,17 @@ int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline)
             s->depth++;
         cb_mutex_unlock(&lk_mu);
         return rc;
+    }
+    if (!s->token && !s->requested && cb.self == 0) {
+        /* the manager's own first take of a lock no node has asked for:
+         * its token is made here, without a message to itself (two
+         * wakeups of the communication thread); there is nothing to
+         * acquire, as nobody ever released it */
+        lk_tail_t *t = tail_get(key);
+        if (t->tail < 0) {
+            t->tail = 0;
+            s->token = true;
+        }
     }
     if (s->token && !s->held && !s->qhead && s->next_node < 0) {
         s->held = true;
@@ -231,16 +258,11 @@ void cables_unlock(cables_lock_t *l) { cb_lock_give((uintptr_t)l, 0, CB_LK_NORMA
 /* manager: M_LOCK_REQ a=key b=requester, payload = requester's vc */
 void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len)
 {
-    lk_tail_t *t;
-    HASH_FIND(hh, tails, &m->a, sizeof m->a, t);
-    if (!t) {
-        t = calloc(1, sizeof *t);
-        t->key = m->a;
-        t->tail = -1;
-        HASH_ADD(hh, tails, key, sizeof t->key, t);
-    }
+    cb_mutex_lock(&lk_mu);
+    lk_tail_t *t = tail_get(m->a);
     int prev = t->tail;
     t->tail = (int)m->b;
+    cb_mutex_unlock(&lk_mu);
     if (prev < 0) { /* never held: the manager grants it */
         size_t nl;
         void *n = cb_notices_encode(p, &nl, NULL);
@@ -328,14 +350,14 @@ void cb_lock_recall(int k)
 {
     cb_vc_t v;
     cb_vc_get(v);
+    cb_mutex_lock(&lk_mu);
     for (lk_tail_t *t = tails; t; t = t->hh.next) {
         if (t->tail != k)
             continue;
-        cb_mutex_lock(&lk_mu);
         lk_get(t->key)->requested = true; /* local takers wait for it */
-        cb_mutex_unlock(&lk_mu);
         t->tail = 0;
         cb_msg_t f = { .type = M_LOCK_FWD, .a = t->key, .b = 0 };
         cb_send(k, &f, v, sizeof v, false);
     }
+    cb_mutex_unlock(&lk_mu);
 }
