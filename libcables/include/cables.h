@@ -79,6 +79,9 @@ typedef struct {
      * node did (computed when read) */
     uint64_t misplaced_pages;
     uint64_t fetches_read; /* of the fetches: remote reads (no message to the home) */
+    /* copies refreshed in place at an acquire instead of invalidated (hot:
+     * read again after each of their last invalidations) */
+    uint64_t pages_refreshed;
 } cables_stats_t;
 void cables_stats_get(cables_stats_t *s);
 void cables_stats_print(void);

@@ -157,6 +157,10 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_FETCH_RUNS")) && whole(v, 1, CB_MAX_FETCH_RUNS, &c->fetch_runs))
         cb_die("CABLES_FETCH_RUNS='%s' must be a whole number of runs from 1 (no strided "
                "prefetch) to %d", v, CB_MAX_FETCH_RUNS);
+    c->refresh = 8;
+    if ((v = env("CABLES_REFRESH")) && whole(v, 0, 255, &c->refresh))
+        cb_die("CABLES_REFRESH='%s' must be a whole number of acquires from 0 (a copy named "
+               "by a write notice is always invalidated) to 255", v);
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,

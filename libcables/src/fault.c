@@ -67,6 +67,9 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
 {
     uint32_t want = *runs;
     uint64_t t0 = cb_now_ns();
+    /* a copy this node held before, read again after an invalidation: the
+     * next acquires refresh it in place instead (hlrc.c) */
+    bool again = home >= 0 && home != cb.self && cb.cfg.refresh && atomic_load(&cb.served[p]) != 0;
     if (atomic_load(&cb.comm_down))
         cb_die("node %d: shared page %llu accessed after the node left the cluster (at exit, "
                "after the runtime stopped); its data cannot be fetched", cb.self,
@@ -108,6 +111,9 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
         /* PAGE_MOVED: follow the home */
     }
 fetched:
+    if (again)
+        for (uint32_t i = 0; i < *got; i++)
+            atomic_store_explicit(&cb.hot[p + i], (uint8_t)cb.cfg.refresh, memory_order_relaxed);
     STAT_ADD(pages_fetched, *got * *runs);
     STAT_ADD(fetches, 1);
     STAT_ADD(fetch_ns, cb_now_ns() - t0);

@@ -50,6 +50,7 @@ void cb_gas_init(void)
     cb.pst = reserve(cb.npages * sizeof *cb.pst);
     cb.home = reserve(cb.npages * sizeof *cb.home);
     cb.served = reserve(cb.npages * sizeof *cb.served);
+    cb.hot = reserve(cb.npages * sizeof *cb.hot);
     cb.moves = reserve(cb.ps); /* a page of its own: registered for remote reads */
     cb.sums = reserve(cb.npages * sizeof *cb.sums);
     cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));

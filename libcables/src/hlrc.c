@@ -300,6 +300,66 @@ void cb_release(void)
     cb_mutex_unlock(&cb.release_mu);
 }
 
+/* Refreshed copies: a readable copy named by a notice that this node read
+ * again after each of its last invalidations (cb.hot, set by the fault
+ * path) is read anew from its home in place, by remote read, instead of
+ * being invalidated: no protection change now, no fault and no request
+ * later (OCEAN reads its neighbours' edge rows after every barrier).  Its
+ * mapping stays readable while the data comes in: a thread here that has
+ * not acquired may only read words nobody changed since (else its program
+ * has a data race), and those are rewritten with the same bytes.  It stays
+ * hot for CABLES_REFRESH (8) such acquires; then one invalidation tells
+ * again if it is still read.  Only where fetches read in place too
+ * (CABLES_FETCH=get, a transport that can).  Pages are read in runs (contiguous, one home, one
+ * move epoch); a run that cannot be read is invalidated after all. */
+typedef struct { size_t i0; uint64_t first, rec; uint32_t n; int home; } refresh_t;
+
+static bool hot_copy(uint64_t p, int home)
+{
+    return home >= 0 && home != cb.self && cb.cfg.fetch_get &&
+           atomic_load_explicit(&cb.hot[p], memory_order_relaxed) &&
+           atomic_load_explicit(&cb.served[p], memory_order_relaxed) >> 32 == (uint64_t)home + 1 &&
+           cb_rma_ready(home);
+}
+
+/* the run's pages stay owned, their states in held[] (as they were, or
+ * invalidated if the read failed) */
+static void refresh_end(refresh_t *r, uint32_t *held)
+{
+    if (!r->n)
+        return;
+    uint64_t epoch;
+    bool app = cb_app_thread;
+    cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
+    int rc = cb_rma_get(r->home, r->first, r->n, 1, 0, cb_proto_page(r->first), &epoch);
+    cb_app_thread = app;
+    if (rc == 0 && (uint32_t)epoch == (uint32_t)r->rec) {
+        for (uint32_t k = 0; k < r->n; k++)
+            atomic_fetch_sub_explicit(&cb.hot[r->first + k], 1, memory_order_relaxed);
+        STAT_ADD(pages_refreshed, r->n);
+    } else { /* a page moved at the home, or it cannot be read: invalidated */
+        cb_page_protect(r->first, r->n, PROT_NONE);
+        for (uint32_t k = 0; k < r->n; k++) {
+            held[r->i0 + k] = cb_page_next(held[r->i0 + k], false, EV_INVALIDATE).next;
+            atomic_store_explicit(&cb.served[r->first + k], 0, memory_order_relaxed);
+        }
+        STAT_ADD(invalidations, r->n);
+    }
+    r->n = 0;
+}
+
+static void refresh_add(refresh_t *r, size_t i, uint64_t p, int home, uint32_t *held)
+{
+    uint64_t rec = atomic_load_explicit(&cb.served[p], memory_order_relaxed);
+    if (r->n && p == r->first + r->n && home == r->home && rec == r->rec &&
+        r->n < CB_MAX_FETCH_PAGES) {
+        r->n++;
+        return;
+    }
+    refresh_end(r, held);
+    *r = (refresh_t){ i, p, rec, 1, home };
+}
+
 void cb_acquire(const uint32_t *target)
 {
     cb_mutex_lock(&cb.release_mu);
@@ -339,11 +399,18 @@ void cb_acquire(const uint32_t *target)
     if (!held)
         cb_die("out of memory applying write notices");
     cb_prot_run_t run = { 0 };
+    refresh_t fresh = { 0 };
     for (size_t i = 0; i < nu; i++) {
         uint64_t p = pages[i];
         uint32_t s = cb_page_own(p);
-        cb_page_step_t st = cb_page_next(s, cb_home_cached(p) == cb.self, EV_INVALIDATE);
+        int home = cb_home_cached(p);
+        cb_page_step_t st = cb_page_next(s, home == cb.self, EV_INVALIDATE);
         held[i] = UINT32_MAX;
+        if (st.act == ACT_PROTECT && (s & PG_ACC) == PG_RO && hot_copy(p, home)) {
+            held[i] = s;
+            refresh_add(&fresh, i, p, home, held);
+            continue;
+        }
         if (st.act & ACT_PROTECT)
             STAT_ADD(invalidations, 1);
         if (st.act & ACT_DIFF) {
@@ -360,6 +427,7 @@ void cb_acquire(const uint32_t *target)
         cb_page_unown(p, st.next);
     }
     cb_prot_run_end(&run);
+    refresh_end(&fresh, held);
     for (size_t i = 0; i < nu; i++)
         if (held[i] != UINT32_MAX)
             cb_page_unown(pages[i], held[i]);

@@ -367,6 +367,9 @@ typedef struct {
      * move epoch then: the page was PG_SHARED there, and while that node's
      * epoch stays the same the page is still homed there (rma.c) */
     _Atomic uint64_t *served;
+    /* copies read again after an invalidation: refreshed in place at the
+     * next CABLES_REFRESH acquires that would invalidate them (hlrc.c) */
+    _Atomic uint8_t *hot;
     _Atomic uint64_t *moves; /* this node's move epoch: + 1 at each page moving in or out */
     uint64_t *sums;         /* checksum of each shared stack page at its last release */
     /* interval bookkeeping */

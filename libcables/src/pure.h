@@ -79,6 +79,8 @@ typedef struct {
                              many; a write fault on a home page opens that many */
     bool fetch_get;       /* fetch by remote reads where the transport does them in place */
     int fetch_runs;       /* a fetch whose faults follow a stride brings up to this many runs */
+    int refresh;          /* acquires that refresh in place a copy read again after an
+                             invalidation (0: always invalidate) */
 } cb_config_t;
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);

@@ -99,7 +99,8 @@ TEST_P(HomeMove, MovedPageKeepsDataAndTakesWrites)
 // Pages fetched again from a home are read in its memory in place where
 // the transport can (shm: UCX's cma), asked for by message elsewhere (tcp,
 // or CABLES_FETCH=msg), and never stale: a home that moved away is found
-// out (4 nodes: half the block moves to node 1 halfway).
+// out (4 nodes: half the block moves to node 1 halfway).  Here with
+// CABLES_REFRESH=0 (every notice invalidates); RefreshedCopies below with it.
 TEST_P(RemoteRead, RefetchesReadTheHomeInPlaceNeverStale)
 {
     const Cfg c = GetParam();
@@ -107,9 +108,10 @@ TEST_P(RemoteRead, RefetchesReadTheHomeInPlaceNeverStale)
     for (const char *how : {"get", "msg"}) {
         SCOPED_TRACE(how);
         auto res = mn::run_cables(c.nodes, c.transport, mn::prog("remote_read"), {},
-                                  {{"CABLES_FETCH", how}});
+                                  {{"CABLES_FETCH", how}, {"CABLES_REFRESH", "0"}});
         MN_EXPECT_RUN_OK(res, r);
         EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        EXPECT_EQ(mn::get_ll(r, "refreshed"), 0) << res.describe();
         long reads = mn::get_ll(r, "remote_reads"), fetches = mn::get_ll(r, "fetches");
         if (c.nodes == 1) {
             EXPECT_EQ(fetches, 0) << res.describe();
@@ -122,6 +124,32 @@ TEST_P(RemoteRead, RefetchesReadTheHomeInPlaceNeverStale)
                 EXPECT_GE(reads, (rounds - 1) * groups - (c.nodes >= 3 ? groups : 0)) << res.describe();
         }
         EXPECT_LE(reads, fetches) << res.describe();
+    }
+}
+
+// The same block with copies refreshed (the default): read again after the
+// invalidation of round 1, its pages are read anew at the next barriers
+// instead of invalidated, and every value is still the round's (a refresh
+// that kept or read stale data fails `bad`); 4 nodes: the move halfway
+// changes node 0's epoch, so those refreshes fail and the pages are
+// invalidated and fetched again.  Only where remote reads are (shm, get).
+TEST_P(RemoteRead, RefreshedCopiesAreNeverStale)
+{
+    const Cfg c = GetParam();
+    const long rounds = 6, groups = 2, pages = 32; // remote_read.c
+    for (const char *how : {"get", "msg"}) {
+        SCOPED_TRACE(how);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("remote_read"), {},
+                                  {{"CABLES_FETCH", how}});
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        long refreshed = mn::get_ll(r, "refreshed"), fetches = mn::get_ll(r, "fetches");
+        if (c.nodes == 1 || std::string(c.transport) == "tcp" || std::string(how) == "msg") {
+            EXPECT_EQ(refreshed, 0) << res.describe();
+        } else { // fetched in rounds 0 and 1, refreshed from round 2 on
+            EXPECT_GE(refreshed, pages) << res.describe();
+            EXPECT_LT(fetches, rounds * groups) << res.describe();
+        }
     }
 }
 

@@ -6,8 +6,10 @@
  * 1 halfway, and a thread on node 1 writes the later rounds: node 0's
  * memory then holds stale values, which a remote read must find out (node
  * 0's move epoch changed since it served the page) and ask again.  Every
- * value must be the round's.
- * RESULT ok=1 bad=B rounds=R remote_reads=N fetches=F moved=M */
+ * value must be the round's.  A page read again after an invalidation is
+ * refreshed in place at the later barriers instead (CABLES_REFRESH), by
+ * remote read too: no fault, no fetch.
+ * RESULT ok=1 bad=B rounds=R remote_reads=N fetches=F refreshed=P moved=M */
 #include <cables.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ struct shared {
     cables_barrier_t bar;
     uint64_t *blk;
     long bad;
-    uint64_t remote_reads, fetches;
+    uint64_t remote_reads, fetches, refreshed;
 };
 
 static uint64_t value(int r, long k) { return (uint64_t)r * 1000003u + (uint64_t)k; }
@@ -66,6 +68,7 @@ static void *reader(void *p)
     s->bad += bad;
     s->remote_reads = st1.fetches_read - st0.fetches_read;
     s->fetches = st1.fetches - st0.fetches;
+    s->refreshed = st1.pages_refreshed - st0.pages_refreshed;
     return NULL;
 }
 
@@ -87,8 +90,8 @@ int main(void)
         moved = PAGES / 2;
     }
     cables_thread_join(t, NULL);
-    printf("RESULT ok=%d bad=%ld rounds=%d remote_reads=%llu fetches=%llu moved=%d\n",
+    printf("RESULT ok=%d bad=%ld rounds=%d remote_reads=%llu fetches=%llu refreshed=%llu moved=%d\n",
            s->bad == 0, s->bad, ROUNDS, (unsigned long long)s->remote_reads,
-           (unsigned long long)s->fetches, moved);
+           (unsigned long long)s->fetches, (unsigned long long)s->refreshed, moved);
     return s->bad != 0;
 }
