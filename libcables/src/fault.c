@@ -42,12 +42,7 @@ static bool fetch_read(uint64_t p, int home, uint32_t *got, uint64_t stride, uin
     }
     for (uint32_t k = 0; k < r; k++)
         cb_populate(cb_proto_page(p + k * stride), n * cb.ps, true);
-    uint64_t epoch;
-    bool app = cb_app_thread;
-    cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
-    int rc = cb_rma_get(home, p, n, r, stride, cb_proto_page(p), &epoch);
-    cb_app_thread = app;
-    if (rc || (uint32_t)epoch != (uint32_t)rec) {
+    if (!cb_rma_read_served(home, p, n, r, stride, rec)) {
         atomic_store_explicit(&cb.served[p], 0, memory_order_relaxed);
         return false;
     }

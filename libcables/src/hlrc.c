@@ -310,8 +310,9 @@ void cb_release(void)
  * has a data race), and those are rewritten with the same bytes.  It stays
  * hot for CABLES_REFRESH (8) such acquires; then one invalidation tells
  * again if it is still read.  Only where fetches read in place too
- * (CABLES_FETCH=get, a transport that can).  Pages are read in runs (contiguous, one home, one
- * move epoch); a run that cannot be read is invalidated after all. */
+ * (CABLES_FETCH=get, a transport that can).  Pages are read in runs
+ * (contiguous, one home, one move epoch); a run that cannot be read is
+ * invalidated after all. */
 typedef struct { size_t i0; uint64_t first, rec; uint32_t n; int home; } refresh_t;
 
 static bool hot_copy(uint64_t p, int home)
@@ -328,12 +329,7 @@ static void refresh_end(refresh_t *r, uint32_t *held)
 {
     if (!r->n)
         return;
-    uint64_t epoch;
-    bool app = cb_app_thread;
-    cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
-    int rc = cb_rma_get(r->home, r->first, r->n, 1, 0, cb_proto_page(r->first), &epoch);
-    cb_app_thread = app;
-    if (rc == 0 && (uint32_t)epoch == (uint32_t)r->rec) {
+    if (cb_rma_read_served(r->home, r->first, r->n, 1, 0, r->rec)) {
         for (uint32_t k = 0; k < r->n; k++)
             atomic_fetch_sub_explicit(&cb.hot[r->first + k], 1, memory_order_relaxed);
         STAT_ADD(pages_refreshed, r->n);

@@ -167,6 +167,11 @@ bool cb_rma_ready(int node);
  * the node's move epoch */
 int cb_rma_get(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride, void *dst,
                uint64_t *epoch);
+/* the same into the protocol view, of pages node served this node before
+ * (rec: their cb.served record): true if read and node's move epoch after
+ * the data is still rec's (no page moved in or out of it since) */
+bool cb_rma_read_served(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride,
+                        uint64_t rec);
 
 /* ---- write notices and intervals (hlrc.c) ---- */
 typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;

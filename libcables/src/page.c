@@ -17,9 +17,11 @@ int cb_page_prot(uint32_t state)
  * it only needs a write notice when written in an interval.  Until another
  * node fetches it (PG_SHARED), no node can hold a copy to invalidate: a
  * private home page is written freely, with no notice and no protection
- * change, and opened for writing at its first fault, read or write.  A copy is fetched when invalid and twinned at its first write.  A written copy stays writable across releases (each
- * release diffs it and refreshes its twin: no protection change, no new
- * fault) until a release finds nothing to diff: then it is write-protected.
+ * change, and opened for writing at its first fault, read or write.  A
+ * copy is fetched when invalid and twinned at its first write.  A written
+ * copy stays writable across releases (each release diffs it and refreshes
+ * its twin: no protection change, no new fault) until a release finds
+ * nothing to diff: then it is write-protected.
  * A written shared home page likewise: twinned at the release that finds it
  * written, compared with its twin at the next (a page of 4 KiB compares in
  * well under a microsecond; a write fault costs tens), write-protected at

@@ -210,6 +210,17 @@ int cb_rma_get(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stri
     return s == UCS_OK ? 0 : -1;
 }
 
+bool cb_rma_read_served(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride,
+                        uint64_t rec)
+{
+    uint64_t epoch;
+    bool app = cb_app_thread;
+    cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
+    int rc = cb_rma_get(node, page, n, runs, stride, cb_proto_page(page), &epoch);
+    cb_app_thread = app;
+    return rc == 0 && (uint32_t)epoch == (uint32_t)rec;
+}
+
 void cb_rma_fini(void)
 {
     cb_mutex_lock(&mu);
