@@ -262,7 +262,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
     if (acc == PG_RW) {
         /* keep this node's own writes of the interval: new = home + diff */
         uint8_t *d = malloc(cb_diff_max(cb.ps));
-        size_t n = cb_diff_encode(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps, d);
+        size_t n = cb_diff_encode(cb_proto_page(p), cb_twin(p), cb.ps, d);
         memcpy(cb_proto_page(p), data, cb.ps);
         cb_diff_apply(cb_proto_page(p), cb.ps, d, n);
         free(d);

@@ -134,7 +134,7 @@ static bool diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
         if (!b->buf)
             cb_die("out of memory for diffs");
     }
-    size_t n = cb_diff_encode_refresh(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps,
+    size_t n = cb_diff_encode_refresh(cb_proto_page(p), cb_twin(p), cb.ps,
                                       b->buf + b->len + 8);
     if (n == 0)
         return false;
@@ -199,7 +199,7 @@ static void sort_pages(uint32_t *a, size_t n)
 
 void cb_twin_take(uint64_t p)
 {
-    memcpy(cb.twins + p * cb.ps, cb_proto_page(p), cb.ps);
+    memcpy(cb_twin(p), cb_proto_page(p), cb.ps);
     STAT_ADD(twins, 1);
 }
 
@@ -236,7 +236,7 @@ void cb_release(void)
              * if it took a write fault (no twin yet) or differs from its twin */
             if (st.act & ACT_TWIN) {
                 cb_twin_take(p);
-            } else if (!cb_twin_refresh(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps)) {
+            } else if (!cb_twin_refresh(cb_proto_page(p), cb_twin(p), cb.ps)) {
                 st = cb_page_next(st.next, true, EV_IDLE); /* protected, then compared again */
                 cb_prot_run(&run, p, cb_page_prot(st.next));
                 held[i] = st.next | PG_TWIN;
@@ -275,7 +275,7 @@ void cb_release(void)
         uint64_t p = list[i];
         /* a twinned page found unchanged: noticed if a write raced that
          * comparison (compared again now that no thread can write it) */
-        if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb.twins + p * cb.ps, cb.ps)) {
+        if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb_twin(p), cb.ps)) {
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);
         }
@@ -574,7 +574,7 @@ void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
              * value they changed must still be noticed).  Racing the
              * release's comparison, this can only add a notice. */
             if (atomic_load(&cb.pst[p]) & PG_TWIN)
-                cb_diff_apply(cb.twins + p * cb.ps, cb.ps, q + 8, hdr[1]);
+                cb_diff_apply(cb_twin(p), cb.ps, q + 8, hdr[1]);
             STAT_ADD(diffs_applied, 1);
             cb_stat_page_written(p, m->src);
             applied_here++;

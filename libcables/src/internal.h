@@ -179,6 +179,7 @@ typedef struct { cb_interval_t *iv; uint32_t n, cap; } cb_wnlog_t;
 typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
 void cb_twin_take(uint64_t p);         /* page p's twin := its protocol view */
+uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
 /* Encode the notices in (from, my vc] into a malloc'd buffer; vc_out (if
@@ -365,7 +366,8 @@ typedef struct {
     int memfd;
     uint8_t *proto;      /* protocol view: contiguous, registered with UCX */
     uint8_t *app;        /* application view: at CB_GAS_BASE */
-    uint8_t *twins;      /* twin of page p at twins + p * ps */
+    uint8_t *twins;      /* twin of page p at twins + p * ps (cb_twin) */
+    _Atomic uint8_t *twins_mapped; /* chunk c of CB_TWIN_CHUNK twins populated */
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
     /* the node that served a copy of each page, plus one, << 32 | its
