@@ -157,7 +157,7 @@ void cb_on_fetch_dir(const cb_msg_t *m)
         return;
     }
     cb_msg_t f = *m;
-    f.b = FETCH_FROM_DIR;
+    f.b = FETCH_FROM_DIR | (m->b & FETCH_NO_DATA);
     if (f.c > al->first + al->npages - p) /* prefetch within the object only */
         f.c = al->first + al->npages - p;
     if (home == cb.self)

@@ -15,14 +15,24 @@
 
 #include "internal.h"
 
-static struct sigaction app_segv; /* what the application (or libc) had */
+static struct sigaction app_segv;
+
+/* Reads runs r < runs of n pages at p + r * stride from home into the
+ * protocol view, and keeps them if home's move epoch is still rec's at the
+ * end of the read (no page moved in or out of home: they are still homed
+ * there, and its copy is not stale). */
+static bool read_runs(uint64_t p, int home, uint32_t n, uint32_t runs, uint64_t stride,
+                      uint64_t rec)
+{
+    for (uint32_t k = 0; k < runs; k++)
+        cb_populate(cb_proto_page(p + k * stride), n * cb.ps, true);
+    return cb_rma_read_served(home, p, n, runs, stride, rec);
+}
 
 /* A remote read of pages [p, p + *got) from home, and of as many of the
  * *runs runs at p + r * stride as are whole, as far as home served them to
  * this node before in the same move epoch (so they are shared there: its
- * writes since have notices) and that epoch has not changed by the end of
- * the read (no page moved in or out of home: they are still homed there,
- * and its copy is not stale).  No message: no thread wakes at either end.
+ * writes since have notices).  No message: no thread wakes at either end.
  * False: ask the home. */
 static bool fetch_read(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t *runs)
 {
@@ -40,15 +50,23 @@ static bool fetch_read(uint64_t p, int home, uint32_t *got, uint64_t stride, uin
         if (i < n)
             break;
     }
-    for (uint32_t k = 0; k < r; k++)
-        cb_populate(cb_proto_page(p + k * stride), n * cb.ps, true);
-    if (!cb_rma_read_served(home, p, n, r, stride, rec)) {
+    if (!read_runs(p, home, n, r, stride, rec)) {
         atomic_store_explicit(&cb.served[p], 0, memory_order_relaxed);
         return false;
     }
     *got = n;
     *runs = r;
     return true;
+}
+
+/* Some node's pages can be read in place (a home not known yet is likely
+ * one of them) */
+static bool rma_any(void)
+{
+    for (int i = 0; i < atomic_load(&cb.nnodes); i++)
+        if (i != cb.self && cb_rma_ready(i))
+            return true;
+    return false;
 }
 
 /* Fetch page p into the protocol view.  With the home unknown (-1) the
@@ -74,11 +92,17 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
         goto fetched;
     }
     *runs = 1;
+    /* where its pages can be read in place, the home only shares them and
+     * the data comes by remote read: one copy, and no thread of the home's
+     * or ours handles it (a reply carries it through four copies) */
+    bool data = !cb.cfg.fetch_get;
     for (;;) {
+        bool no_data = !data && (home >= 0 ? cb_rma_ready(home) : rma_any());
         cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got, .dst_runs = want,
                           .dst_stride = stride * cb.ps };
-        cb_msg_t m = { .type = M_FETCH, .a = p, .b = home < 0 ? FETCH_VIA_DIR : 0, .c = *got,
-                       .d = want > 1 ? want | stride << 16 : 0 };
+        cb_msg_t m = { .type = M_FETCH, .a = p,
+                       .b = (home < 0 ? FETCH_VIA_DIR : FETCH_DIRECT) | (no_data ? FETCH_NO_DATA : 0),
+                       .c = *got, .d = want > 1 ? want | stride << 16 : 0 };
         cb_call(home < 0 ? 0 : home, &m, NULL, 0, &w);
         if (home < 0)
             STAT_ADD(dir_lookups, 1);
@@ -93,17 +117,29 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
             STAT_ADD(homes_owned, *got);
             return home;
         }
-        if (w.value == PAGE_DATA) {
+        uint64_t rec = (uint64_t)(home + 1) << 32 | (uint32_t)w.value3;
+        if (w.value == PAGE_SHARED) {
+            uint32_t n = (uint32_t)(w.value3 >> 32 & 0xffff), r = (uint32_t)(w.value3 >> 48);
+            if (n < 1 || n > *got || r < 1 || r > want)
+                cb_die("node %d: page %llu shared as %u runs of %u pages by node %d (asked %u of %u)",
+                       cb.self, (unsigned long long)p, r, n, home, want, *got);
+            if (!cb_rma_ready(home) || !read_runs(p, home, n, r, stride, rec)) {
+                data = true; /* moved meanwhile, or not readable: its data, then */
+                continue;
+            }
+            *got = n;
+            *runs = r;
+            STAT_ADD(fetches_read, 1);
+        } else if (w.value == PAGE_DATA) {
             *runs = w.dst_runs;
             *got = (uint32_t)(w.len / cb.ps / *runs);
-            for (uint32_t r = 0; r < *runs; r++)
-                for (uint32_t i = 0; i < *got; i++)
-                    atomic_store_explicit(&cb.served[p + r * stride + i],
-                                          (uint64_t)(home + 1) << 32 | (uint32_t)w.value3,
-                                          memory_order_relaxed);
-            break;
+        } else {
+            continue; /* PAGE_MOVED: follow the home */
         }
-        /* PAGE_MOVED: follow the home */
+        for (uint32_t r = 0; r < *runs; r++)
+            for (uint32_t i = 0; i < *got; i++)
+                atomic_store_explicit(&cb.served[p + r * stride + i], rec, memory_order_relaxed);
+        break;
     }
 fetched:
     if (again)
@@ -245,6 +281,8 @@ static uint32_t open_near(uint64_t p, int dir, uint32_t *next, uint32_t *opened)
         next[k] = st.next;
     }
     *opened = 0;
+    if (twinned)
+        cb_twins_map(dir > 0 ? p + 1 : p - k, k);
     for (uint32_t i = 0; i < k; i++)
         if (twinned >> i & 1) {
             uint64_t q = p + (uint64_t)dir * (i + 1);

@@ -47,7 +47,7 @@ void cb_gas_init(void)
                "lower CABLES_GAS_SIZE", CB_GAS_BASE, cb.cfg.gas_size,
                cb.app == MAP_FAILED ? strerror(errno) : "address taken");
     cb.twins = reserve(cb.cfg.gas_size);
-    cb.twins_mapped = reserve(cb.npages / CB_TWIN_CHUNK + 1);
+    cb.twin_mapped = reserve(cb.npages);
     cb.pst = reserve(cb.npages * sizeof *cb.pst);
     cb.home = reserve(cb.npages * sizeof *cb.home);
     cb.served = reserve(cb.npages * sizeof *cb.served);
@@ -151,19 +151,25 @@ void cb_populate(void *addr, size_t len, bool write)
     errno = saved;
 }
 
-/* A page fault costs 10-15 us on the VMs we measured, populating a range
- * about 1 us a page: a page's first twin maps the twins of its chunk in one
- * call (the pages around it are mostly twinned too: a run written, a run
- * served), not each twin at its own fault.  Twins are never unmapped. */
+/* Twins are mapped when first needed, a run at a time: a page fault costs
+ * 10-15 us on the VMs we measured, populating a range about 1 us a page
+ * (a home serving LU 16 runs of 2 pages spent 414 us in twin faults).
+ * Twins are never unmapped. */
+void cb_twins_map(uint64_t p, uint64_t n)
+{
+    uint64_t i = 0;
+    while (i < n && atomic_load_explicit(&cb.twin_mapped[p + i], memory_order_acquire))
+        i++;
+    if (i == n)
+        return;
+    cb_populate(cb.twins + (p + i) * cb.ps, (n - i) * cb.ps, true);
+    for (; i < n; i++)
+        atomic_store_explicit(&cb.twin_mapped[p + i], 1, memory_order_release);
+}
+
 uint8_t *cb_twin(uint64_t p)
 {
-    uint64_t c = p / CB_TWIN_CHUNK;
-    if (!atomic_load_explicit(&cb.twins_mapped[c], memory_order_acquire)) {
-        uint64_t first = c * CB_TWIN_CHUNK;
-        uint64_t n = cb.npages - first < CB_TWIN_CHUNK ? cb.npages - first : CB_TWIN_CHUNK;
-        cb_populate(cb.twins + first * cb.ps, n * cb.ps, true);
-        atomic_store_explicit(&cb.twins_mapped[c], 1, memory_order_release);
-    }
+    cb_twins_map(p, 1);
     return cb.twins + p * cb.ps;
 }
 

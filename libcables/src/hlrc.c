@@ -475,6 +475,7 @@ static bool run_ours(uint64_t q, uint64_t n)
     for (uint64_t i = 0; i < n; i++)
         if (cb_home_cached(q + i) != cb.self)
             return false;
+    cb_twins_map(q, n); /* those sharing twins get memory in one call */
     for (uint64_t i = 0; i < n; i++)
         if (!share(q + i))
             return false; /* busy: those shared already only cost notices */
@@ -484,11 +485,11 @@ static bool run_ours(uint64_t q, uint64_t n)
 void cb_on_fetch(const cb_msg_t *m)
 {
     uint64_t p = m->a;
-    if (m->b == FETCH_VIA_DIR) {
+    if ((m->b & FETCH_HOW) == FETCH_VIA_DIR) {
         cb_on_fetch_dir(m);
         return;
     }
-    if (m->b == FETCH_FROM_DIR && cb_home_cached(p) < 0)
+    if ((m->b & FETCH_HOW) == FETCH_FROM_DIR && cb_home_cached(p) < 0)
         cb_home_set(p, cb.self); /* the directory just made us its home */
     if (p >= cb.npages || home_unknown(m, NULL, 0, p))
         return;
@@ -499,6 +500,7 @@ void cb_on_fetch(const cb_msg_t *m)
         cb_reply(m, &r, NULL, 0, false);
         return;
     }
+    cb_twins_map(p, m->c < 1 ? 1 : m->c < cb.npages - p ? m->c : cb.npages - p);
     if (!share(p)) {
         cb_defer(m, NULL, 0);
         return;
@@ -523,6 +525,12 @@ void cb_on_fetch(const cb_msg_t *m)
         cb_msg_t k = { .type = M_KEYS };
         if (keys)
             cb_send(m->src, &k, keys, klen, true);
+    }
+    if (m->b & FETCH_NO_DATA) { /* shared: the requester reads them */
+        r.a = PAGE_SHARED;
+        r.c = (uint32_t)r.c | n << 32 | runs << 48;
+        cb_reply(m, &r, NULL, 0, false);
+        return;
     }
     if (runs == 1 || stride == n) {
         cb_reply(m, &r, cb_proto_page(p), runs * n * cb.ps, false);

@@ -102,16 +102,19 @@ enum cb_msg_type {
     M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH, M_KEYS,
     M_TYPES
 };
-/* M_FETCH b: how the request travels */
-enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2 };
+/* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
+ * requester reads the pages itself (rma.c), the home only shares them */
+enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2, FETCH_HOW = 3, FETCH_NO_DATA = 4 };
 /* M_FETCH c: how many pages from a on the requester can take (0: one); the
  * home answers with the run of them it is home of (M_PAGE's payload) */
 /* M_FETCH d: a strided fetch, runs | stride << 16: as many runs of c pages
  * at a + i * stride, i < runs, as the home has (whole runs, in order) */
 /* M_PAGE a: what the answer is (b: the home; c: with PAGE_YOURS how many
  * pages, with PAGE_DATA the home's move epoch; d: with PAGE_DATA how many
- * runs the payload holds, each of the same length, 0 meaning one) */
-enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3 };
+ * runs the payload holds, each of the same length, 0 meaning one).
+ * PAGE_SHARED answers FETCH_NO_DATA: c = the home's move epoch (low 32
+ * bits) | pages per run << 32 | runs << 48, no payload */
+enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3, PAGE_SHARED = 4 };
 typedef struct {
     uint32_t type;
     int32_t src;
@@ -180,6 +183,7 @@ typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
 void cb_twin_take(uint64_t p);         /* page p's twin := its protocol view */
 uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
+void cb_twins_map(uint64_t p, uint64_t n); /* the twins of [p, p + n) get memory, in one call */
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
 /* Encode the notices in (from, my vc] into a malloc'd buffer; vc_out (if
@@ -367,7 +371,7 @@ typedef struct {
     uint8_t *proto;      /* protocol view: contiguous, registered with UCX */
     uint8_t *app;        /* application view: at CB_GAS_BASE */
     uint8_t *twins;      /* twin of page p at twins + p * ps (cb_twin) */
-    _Atomic uint8_t *twins_mapped; /* chunk c of CB_TWIN_CHUNK twins populated */
+    _Atomic uint8_t *twin_mapped; /* page p's twin has memory (cb_twins_map) */
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
     /* the node that served a copy of each page, plus one, << 32 | its
