@@ -281,8 +281,6 @@ static uint32_t open_near(uint64_t p, int dir, uint32_t *next, uint32_t *opened)
         next[k] = st.next;
     }
     *opened = 0;
-    if (twinned)
-        cb_twins_map(dir > 0 ? p + 1 : p - k, k);
     for (uint32_t i = 0; i < k; i++)
         if (twinned >> i & 1) {
             uint64_t q = p + (uint64_t)dir * (i + 1);

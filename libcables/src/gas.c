@@ -47,7 +47,8 @@ void cb_gas_init(void)
                "lower CABLES_GAS_SIZE", CB_GAS_BASE, cb.cfg.gas_size,
                cb.app == MAP_FAILED ? strerror(errno) : "address taken");
     cb.twins = reserve(cb.cfg.gas_size);
-    cb.twin_mapped = reserve(cb.npages);
+    cb.twin_slot = reserve(cb.npages * sizeof *cb.twin_slot);
+    cb.twin_block = reserve(cb.npages / CB_TWIN_BLOCK + 1);
     cb.pst = reserve(cb.npages * sizeof *cb.pst);
     cb.home = reserve(cb.npages * sizeof *cb.home);
     cb.served = reserve(cb.npages * sizeof *cb.served);
@@ -151,26 +152,29 @@ void cb_populate(void *addr, size_t len, bool write)
     errno = saved;
 }
 
-/* Twins are mapped when first needed, a run at a time: a page fault costs
- * 10-15 us on the VMs we measured, populating a range about 1 us a page
- * (a home serving LU 16 runs of 2 pages spent 414 us in twin faults).
- * Twins are never unmapped. */
-void cb_twins_map(uint64_t p, uint64_t n)
-{
-    uint64_t i = 0;
-    while (i < n && atomic_load_explicit(&cb.twin_mapped[p + i], memory_order_acquire))
-        i++;
-    if (i == n)
-        return;
-    cb_populate(cb.twins + (p + i) * cb.ps, (n - i) * cb.ps, true);
-    for (; i < n; i++)
-        atomic_store_explicit(&cb.twin_mapped[p + i], 1, memory_order_release);
-}
-
+/* Twins live in a pool: page p's twin is slot twin_slot[p] - 1, slots
+ * handed out in order and mapped CB_TWIN_BLOCK at a time.  A page fault
+ * costs 10-15 us on the VMs we measured, populating a range about 1 us a
+ * page, and a new page table far more: twins at their pages' own offsets
+ * cost a fault each, or a call and page tables of their own per run
+ * (a home serving LU 16 runs of 2 pages 128 pages apart spent ~1 ms).
+ * Twins are never freed. */
 uint8_t *cb_twin(uint64_t p)
 {
-    cb_twins_map(p, 1);
-    return cb.twins + p * cb.ps;
+    uint32_t slot = atomic_load_explicit(&cb.twin_slot[p], memory_order_acquire);
+    if (!slot) {
+        uint32_t mine = atomic_fetch_add(&cb.twin_next, 1) + 1;
+        if (mine > cb.npages)
+            cb_die("node %d: out of twin slots", cb.self); /* one per page: cannot happen */
+        if (atomic_compare_exchange_strong(&cb.twin_slot[p], &slot, mine))
+            slot = mine; /* else another thread gave it one (slot): ours stays unused */
+    }
+    uint64_t k = slot - 1, b = k / CB_TWIN_BLOCK;
+    if (!atomic_load_explicit(&cb.twin_block[b], memory_order_acquire)) {
+        cb_populate(cb.twins + b * CB_TWIN_BLOCK * cb.ps, CB_TWIN_BLOCK * cb.ps, true);
+        atomic_store_explicit(&cb.twin_block[b], 1, memory_order_release);
+    }
+    return cb.twins + k * cb.ps;
 }
 
 void cb_dirty_push(uint64_t p)

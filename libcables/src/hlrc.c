@@ -475,7 +475,6 @@ static bool run_ours(uint64_t q, uint64_t n)
     for (uint64_t i = 0; i < n; i++)
         if (cb_home_cached(q + i) != cb.self)
             return false;
-    cb_twins_map(q, n); /* those sharing twins get memory in one call */
     for (uint64_t i = 0; i < n; i++)
         if (!share(q + i))
             return false; /* busy: those shared already only cost notices */
@@ -500,7 +499,6 @@ void cb_on_fetch(const cb_msg_t *m)
         cb_reply(m, &r, NULL, 0, false);
         return;
     }
-    cb_twins_map(p, m->c < 1 ? 1 : m->c < cb.npages - p ? m->c : cb.npages - p);
     if (!share(p)) {
         cb_defer(m, NULL, 0);
         return;

@@ -183,7 +183,6 @@ typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
 void cb_twin_take(uint64_t p);         /* page p's twin := its protocol view */
 uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
-void cb_twins_map(uint64_t p, uint64_t n); /* the twins of [p, p + n) get memory, in one call */
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
 /* Encode the notices in (from, my vc] into a malloc'd buffer; vc_out (if
@@ -370,8 +369,10 @@ typedef struct {
     int memfd;
     uint8_t *proto;      /* protocol view: contiguous, registered with UCX */
     uint8_t *app;        /* application view: at CB_GAS_BASE */
-    uint8_t *twins;      /* twin of page p at twins + p * ps (cb_twin) */
-    _Atomic uint8_t *twin_mapped; /* page p's twin has memory (cb_twins_map) */
+    uint8_t *twins;      /* the twins' pool (cb_twin) */
+    _Atomic uint32_t *twin_slot; /* page p's twin: pool slot + 1, 0 none yet */
+    _Atomic uint32_t twin_next;  /* slots handed out */
+    _Atomic uint8_t *twin_block; /* block b of CB_TWIN_BLOCK slots is mapped */
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
     /* the node that served a copy of each page, plus one, << 32 | its

@@ -18,6 +18,7 @@ extern "C" {
 #define CB_MAX_PAGE_GROUP 64 /* pages one fault may handle */
 #define CB_MAX_FETCH_RUNS 64 /* runs of pages one strided fetch may bring */
 #define CB_MAX_FETCH_PAGES 256 /* pages one fetch may bring, all runs together */
+#define CB_TWIN_BLOCK 256 /* twins are mapped this many at a time (gas.c) */
 
 /* ---- page state word (page.c): one 32-bit word per page, futex-waitable */
 enum {
