@@ -15,7 +15,7 @@
 
 #include "internal.h"
 
-static struct sigaction app_segv;
+static struct sigaction app_segv; /* what the application (or libc) had */
 
 /* Reads runs r < runs of n pages at p + r * stride from home into the
  * protocol view, and keeps them if home's move epoch is still rec's at the
