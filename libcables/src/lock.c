@@ -22,15 +22,13 @@ typedef struct {
     uint64_t owner;  /* the thread holding it (when held) */
     uint32_t depth;  /* recursive holds */
     int kind;        /* as this node knows it, -1 unknown */
+    int tail;        /* manager: the node its queue ends at (-1: never asked for) */
     cb_waiter_t *qhead, *qtail; /* local waiters; data: the vc to acquire, if granted from afar */
     UT_hash_handle hh;
 } lk_t;
 
-typedef struct { uint64_t key; int tail; UT_hash_handle hh; } lk_tail_t;
-
 static cb_mutex_t lk_mu = CB_MUTEX_INIT;
-static lk_t *locks;      /* this node's view of each lock, under lk_mu */
-static lk_tail_t *tails; /* manager: under lk_mu */
+static lk_t *locks; /* this node's view of each lock (and the manager's tails), under lk_mu */
 
 static lk_t *lk_get(uint64_t key)
 {
@@ -43,25 +41,10 @@ static lk_t *lk_get(uint64_t key)
         s->key = key;
         s->next_node = -1;
         s->kind = -1;
+        s->tail = -1;
         HASH_ADD(hh, locks, key, sizeof key, s);
     }
     return s;
-}
-
-/* manager, under lk_mu: the node the lock's queue ends at (-1: never asked for) */
-static lk_tail_t *tail_get(uint64_t key)
-{
-    lk_tail_t *t;
-    HASH_FIND(hh, tails, &key, sizeof key, t);
-    if (!t) {
-        t = calloc(1, sizeof *t);
-        if (!t)
-            cb_die("out of memory for a lock");
-        t->key = key;
-        t->tail = -1;
-        HASH_ADD(hh, tails, key, sizeof t->key, t);
-    }
-    return t;
 }
 
 static void send_request(uint64_t key, bool try)
@@ -137,9 +120,8 @@ int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline)
          * its token is made here, without a message to itself (two
          * wakeups of the communication thread); there is nothing to
          * acquire, as nobody ever released it */
-        lk_tail_t *t = tail_get(key);
-        if (t->tail < 0) {
-            t->tail = 0;
+        if (s->tail < 0) {
+            s->tail = 0;
             s->token = true;
         }
     }
@@ -259,9 +241,9 @@ void cables_unlock(cables_lock_t *l) { cb_lock_give((uintptr_t)l, 0, CB_LK_NORMA
 void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len)
 {
     cb_mutex_lock(&lk_mu);
-    lk_tail_t *t = tail_get(m->a);
-    int prev = t->tail;
-    t->tail = (int)m->b;
+    lk_t *s = lk_get(m->a);
+    int prev = s->tail;
+    s->tail = (int)m->b;
     cb_mutex_unlock(&lk_mu);
     if (prev < 0) { /* never held: the manager grants it */
         size_t nl;
@@ -351,12 +333,12 @@ void cb_lock_recall(int k)
     cb_vc_t v;
     cb_vc_get(v);
     cb_mutex_lock(&lk_mu);
-    for (lk_tail_t *t = tails; t; t = t->hh.next) {
-        if (t->tail != k)
+    for (lk_t *s = locks; s; s = s->hh.next) {
+        if (s->tail != k)
             continue;
-        lk_get(t->key)->requested = true; /* local takers wait for it */
-        t->tail = 0;
-        cb_msg_t f = { .type = M_LOCK_FWD, .a = t->key, .b = 0 };
+        s->requested = true; /* local takers wait for it */
+        s->tail = 0;
+        cb_msg_t f = { .type = M_LOCK_FWD, .a = s->key, .b = 0 };
         cb_send(k, &f, v, sizeof v, false);
     }
     cb_mutex_unlock(&lk_mu);
