@@ -161,6 +161,14 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_REFRESH")) && whole(v, 0, 255, &c->refresh))
         cb_die("CABLES_REFRESH='%s' must be a whole number of acquires from 0 (a copy named "
                "by a write notice is always invalidated) to 255", v);
+    c->bind = true;
+    if ((v = env("CABLES_BIND"))) {
+        if (!strcmp(v, "auto")) c->bind = true;
+        else if (!strcmp(v, "none")) c->bind = false;
+        else
+            cb_die("CABLES_BIND='%s' must be auto (node processes sharing a machine each run on "
+                   "CPUs of their own when there are enough) or none (anywhere)", v);
+    }
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,

@@ -332,7 +332,7 @@ void cb_check_peers(void);           /* comm thread, periodically */
 void cb_peer_failed(int node, const char *why) __attribute__((noreturn));
 
 /* numa.c */
-void cb_numa_place(int local_rank);
+void cb_numa_place(int local_rank, int local_size);
 
 /* stats.c */
 extern cables_stats_t cb_stats;

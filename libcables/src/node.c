@@ -268,8 +268,8 @@ void cb_node_start(int *argc, char ***argv)
     cb_statics_init();
     if (cb.self == 0)
         cb_dir_add_heaps();
-    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    cb_numa_place(lr ? atoi(lr) : 0);
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK"), *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    cb_numa_place(lr ? atoi(lr) : 0, lr && ls ? atoi(ls) : 1);
     cb_comm_start();
     cb.pids[cb.self] = getpid();
     gethostname(cb.hosts[cb.self], sizeof cb.hosts[0] - 1);

@@ -82,6 +82,7 @@ typedef struct {
     int fetch_runs;       /* a fetch whose faults follow a stride brings up to this many runs */
     int refresh;          /* acquires that refresh in place a copy read again after an
                              invalidation (0: always invalidate) */
+    bool bind;            /* node processes sharing a machine get its CPUs in equal shares */
 } cb_config_t;
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);

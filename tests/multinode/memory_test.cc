@@ -2,7 +2,10 @@
 // policies, and a sparse 1 GiB allocation.  {1,2,4} nodes x {shm,tcp}.
 #include "harness.h"
 
+#include <sched.h>
+
 #include <cstring>
+#include <sstream>
 
 using mn::Cfg;
 
@@ -100,6 +103,50 @@ TEST_P(PrivateHome, UnsharedHomePagesNeedNoNotices)
     EXPECT_EQ(mn::get_ll(r, "max_notices"), 0) << res.describe();
 }
 INSTANTIATE_TEST_SUITE_P(Grid, PrivateHome, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// CABLES_BIND: where the node processes of a machine run.  By default each
+// of N nodes gets CPUs/N of the CPUs this process may use, none shared,
+// when that is at least one (N > 1); otherwise, and with CABLES_BIND=none,
+// every node may use them all.
+class Bind : public ::testing::TestWithParam<Cfg> {};
+
+static std::vector<std::string> split(const std::string &s)
+{
+    std::vector<std::string> v;
+    std::stringstream in(s);
+    for (std::string x; std::getline(in, x, ',');)
+        v.push_back(x);
+    return v;
+}
+
+TEST_P(Bind, NodesSharingAMachineGetEqualDisjointCpus)
+{
+    const Cfg c = GetParam();
+    cpu_set_t set;
+    ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+    const int cpus = CPU_COUNT(&set), share = cpus / c.nodes;
+    for (std::string bind : { "auto", "none" }) {
+        SCOPED_TRACE("CABLES_BIND=" + bind);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("cpus"), {},
+                                  { { "CABLES_BIND", bind } });
+        MN_EXPECT_RUN_OK(res, r);
+        auto counts = split(r["counts"]), masks = split(r["masks"]);
+        ASSERT_EQ((int)counts.size(), c.nodes) << res.describe();
+        ASSERT_EQ((int)masks.size(), c.nodes) << res.describe();
+        const bool bound = bind == "auto" && c.nodes > 1 && share >= 1;
+        unsigned long long seen = 0;
+        for (int i = 0; i < c.nodes; i++) {
+            EXPECT_EQ(std::stoi(counts[i]), bound ? share : cpus) << "node " << i << "\n"
+                                                                 << res.describe();
+            unsigned long long m = std::stoull(masks[i], nullptr, 16);
+            if (bound && cpus <= 64) {
+                EXPECT_EQ(m & seen, 0ull) << "node " << i << " shares a CPU\n" << res.describe();
+                seen |= m;
+            }
+        }
+    }
+}
+INSTANTIATE_TEST_SUITE_P(Grid, Bind, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 
 // "misplaced=N" of each node's --stats line, by node
 static std::map<int, long> misplaced_by_node(const std::string &out)

@@ -82,7 +82,7 @@ protected:
     static constexpr const char *kVars[] = {"CABLES_GAS_SIZE", "CABLES_PAGE_SIZE",
                                             "CABLES_HOME_POLICY", "CABLES_STATS",
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
-                                            "CABLES_MAX_NODES", "CABLES_REFRESH"};
+                                            "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -109,6 +109,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_EQ(c.threads_per_node, (int)sysconf(_SC_NPROCESSORS_ONLN));
     EXPECT_EQ(c.max_nodes, 0); // the launched nodes only
     EXPECT_EQ(c.refresh, 8);
+    EXPECT_TRUE(c.bind);
 }
 
 TEST_F(ConfigLoad, GoodValues)
@@ -121,8 +122,10 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_THREADS_PER_NODE", "3", 1);
     setenv("CABLES_MAX_NODES", "64", 1);
     setenv("CABLES_REFRESH", "0", 1);
+    setenv("CABLES_BIND", "none", 1);
     cb_config_t c = Load();
     EXPECT_EQ(c.refresh, 0);
+    EXPECT_FALSE(c.bind);
     EXPECT_EQ(c.threads_per_node, 3);
     EXPECT_EQ(c.max_nodes, 64);
     EXPECT_EQ(c.gas_size, 1ull << 30);
@@ -157,6 +160,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_THREADS_PER_NODE", "2x"}, {"CABLES_THREADS_PER_NODE", "-1"},
         {"CABLES_MAX_NODES", "65"},     {"CABLES_MAX_NODES", " 2"},
         {"CABLES_REFRESH", "256"},      {"CABLES_REFRESH", "-1"},
+        {"CABLES_BIND", "core"},        {"CABLES_BIND", "yes"},
     };
     for (auto &b : bad) {
         SetUp();
