@@ -115,15 +115,13 @@ int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline)
         cb_mutex_unlock(&lk_mu);
         return rc;
     }
-    if (!s->token && !s->requested && cb.self == 0) {
+    if (cb.self == 0 && !s->token && !s->requested && s->tail < 0) {
         /* the manager's own first take of a lock no node has asked for:
          * its token is made here, without a message to itself (two
          * wakeups of the communication thread); there is nothing to
          * acquire, as nobody ever released it */
-        if (s->tail < 0) {
-            s->tail = 0;
-            s->token = true;
-        }
+        s->tail = 0;
+        s->token = true;
     }
     if (s->token && !s->held && !s->qhead && s->next_node < 0) {
         s->held = true;
