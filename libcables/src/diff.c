@@ -1,57 +1,111 @@
 /* diff.c: encode and apply diffs, byte-exact.  Only bytes that differ from
  * the twin go into a diff: a node must not write back bytes it did not
  * change, or it would undo another node's write to the same page (false
- * sharing of adjacent bytes). */
+ * sharing of adjacent bytes).
+ *
+ * A diff is records, one per run of words that differ from the twin:
+ *   [u32 offset][u32 length][bytes]            the run's changed bytes are
+ *                                              one stretch (a whole page,
+ *                                              a string, one field)
+ *   [u32 offset][u32 words | CB_DIFF_MASKED][u8 mask per word][bytes]
+ *                                              several stretches: bit k of a
+ *                                              word's mask says its byte k
+ *                                              changed; the bytes are those
+ *                                              changed bytes, in order
+ * Keys with an unchanged zero byte (RADIX's 24-bit keys in 32-bit words)
+ * cost one mask byte per word, not a header per key. */
 #include <string.h>
 
 #include "internal.h"
 
+#define CB_DIFF_MASKED 0x80000000u
+
 size_t cb_diff_max(size_t size)
 {
-    /* worst case: every other byte differs */
-    return (size / 2 + 1) * (8 + 1) + 8;
+    /* a record per run of changed words (8 + 9 bytes per word at most),
+     * runs apart by an unchanged word: at most 9/8 of the page and 8 */
+    return size + size / 8 + 8;
 }
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
-/* Runs of differing bytes, found word by word.  Each word of the page is
- * read once; its bytes that differ from the twin go out, and with refresh
- * the twin takes that same snapshot.  So the page may be written by other
- * threads meanwhile: a byte written after its word was read differs from
- * the refreshed twin, and goes out with the next diff. */
+/* bit k set: byte k of the word differs */
+static unsigned byte_mask(uint64_t x)
+{
+    unsigned m = 0;
+    for (unsigned k = 0; k < 8; k++, x >>= 8)
+        m |= (x & 0xff ? 1u : 0u) << k;
+    return m;
+}
+
+/* Closes the run whose record starts at out + rec: its nw masks follow
+ * the header, its c bytes wait at bytes.  Written plain if the changed
+ * bytes are one stretch, else masked; returns the record's length. */
+static size_t run_close(uint8_t *out, size_t rec, uint32_t nw, const uint8_t *bytes, size_t c,
+                        unsigned stretches)
+{
+    if (stretches != 1) {
+        put32(out + rec + 4, nw | CB_DIFF_MASKED);
+        memmove(out + rec + 8 + nw, bytes, c);
+        return 8 + nw + c;
+    }
+    unsigned first = 0; /* the first changed byte: in the first word */
+    while (!(out[rec + 8] >> first & 1))
+        first++;
+    put32(out + rec, get32(out + rec) + first);
+    put32(out + rec + 4, (uint32_t)c);
+    memmove(out + rec + 8, bytes, c);
+    return 8 + c;
+}
+
+/* Each word of the page is read once; its bytes that differ from the twin
+ * go out, and with refresh the twin takes that same snapshot.  So the page
+ * may be written by other threads meanwhile: a byte written after its word
+ * was read differs from the refreshed twin, and goes out with the next
+ * diff.  While a run is open its bytes wait behind room for the masks of
+ * every word left (within cb_diff_max: out past the returned length is
+ * scratch). */
 static size_t encode(const uint8_t *page, uint8_t *twin, size_t size, uint8_t *out, bool refresh)
 {
-    size_t n = 0, run = 0; /* run: offset in out of the open run's header */
-    bool open = false;
+    size_t n = 0, rec = 0, c = 0; /* rec: the open run's record; c: its bytes */
+    uint32_t nw = 0;              /* the open run's words; 0: none open */
+    unsigned stretches = 0, prev = 0; /* prev: the last word's mask */
+    uint8_t *bytes = NULL;
     for (size_t i = 0; i < size; i += 8) {
         uint64_t v = __atomic_load_n((const uint64_t *)(page + i), __ATOMIC_RELAXED), t;
         memcpy(&t, twin + i, 8);
         if (v == t) {
-            open = false;
+            if (nw)
+                n = rec + run_close(out, rec, nw, bytes, c, stretches);
+            nw = 0;
             continue;
         }
-        uint8_t vb[8], tb[8];
-        memcpy(vb, &v, 8);
-        memcpy(tb, &t, 8);
-        for (size_t k = 0; k < 8; k++) {
-            if (vb[k] == tb[k]) {
-                open = false;
-                continue;
-            }
-            if (!open) {
-                run = n;
-                put32(out + run, (uint32_t)(i + k));
-                put32(out + run + 4, 0);
-                n += 8;
-                open = true;
-            }
-            out[n++] = vb[k];
-            put32(out + run + 4, get32(out + run + 4) + 1);
+        if (!nw) { /* a run opens: its bytes go after room for every mask */
+            rec = n;
+            put32(out + rec, (uint32_t)i);
+            bytes = out + rec + 8 + (size - i) / 8;
+            c = stretches = prev = 0;
+        }
+        unsigned m = byte_mask(v ^ t);
+        out[rec + 8 + nw++] = (uint8_t)m;
+        stretches += (unsigned)__builtin_popcount(m & ~(m << 1 | prev >> 7));
+        prev = m;
+        if (m == 0xff) {
+            memcpy(bytes + c, &v, 8);
+            c += 8;
+        } else {
+            uint8_t vb[8];
+            memcpy(vb, &v, 8);
+            for (unsigned k = 0; k < 8; k++)
+                if (m >> k & 1)
+                    bytes[c++] = vb[k];
         }
         if (refresh)
             memcpy(twin + i, &v, 8);
     }
+    if (nw)
+        n = rec + run_close(out, rec, nw, bytes, c, stretches);
     return n;
 }
 
@@ -81,6 +135,7 @@ bool cb_twin_refresh(const uint8_t *page, uint8_t *twin, size_t size)
     return changed;
 }
 
+/* Every record is checked before any of its bytes is written. */
 int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len)
 {
     size_t n = 0;
@@ -88,10 +143,36 @@ int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len)
         if (len - n < 8)
             return -1;
         uint32_t off = get32(diff + n), l = get32(diff + n + 4);
-        if ((size_t)off + l > size || len - n - 8 < l)
+        n += 8;
+        if (!(l & CB_DIFF_MASKED)) {
+            if ((size_t)off + l > size || len - n < l)
+                return -1;
+            memcpy(page + off, diff + n, l);
+            n += l;
+            continue;
+        }
+        size_t nw = l & ~CB_DIFF_MASKED, c = 0;
+        if (nw == 0 || (size_t)off + 8 * nw > size || len - n < nw)
             return -1;
-        memcpy(page + off, diff + n + 8, l);
-        n += 8 + l;
+        const uint8_t *mask = diff + n;
+        for (size_t w = 0; w < nw; w++)
+            c += (size_t)__builtin_popcount(mask[w]);
+        n += nw;
+        if (len - n < c)
+            return -1;
+        const uint8_t *b = diff + n;
+        for (size_t w = 0; w < nw; w++) {
+            uint8_t *dst = page + off + 8 * w;
+            if (mask[w] == 0xff) {
+                memcpy(dst, b, 8);
+                b += 8;
+            } else {
+                for (unsigned k = 0; k < 8; k++)
+                    if (mask[w] >> k & 1)
+                        dst[k] = *b++;
+            }
+        }
+        n += c;
     }
     return 0;
 }

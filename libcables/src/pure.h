@@ -54,8 +54,9 @@ typedef struct { uint32_t next; unsigned act; } cb_page_step_t;
 cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev);
 int cb_page_prot(uint32_t state);
 
-/* diff.c: byte-exact runs where page differs from twin:
- * [u32 offset][u32 length][bytes], repeated. */
+/* diff.c: the bytes where page differs from twin, byte-exact, in records
+ * plain ([u32 offset][u32 length][bytes]) or masked (a byte mask per word;
+ * the format is in diff.c).  out has room for cb_diff_max(size) bytes. */
 size_t cb_diff_encode(const uint8_t *page, const uint8_t *twin, size_t size, uint8_t *out);
 /* the same, and the twin becomes the page as the diff saw it */
 size_t cb_diff_encode_refresh(const uint8_t *page, uint8_t *twin, size_t size, uint8_t *out);

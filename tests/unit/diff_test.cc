@@ -1,5 +1,7 @@
 // cb_diff_encode / cb_diff_apply / cb_diff_max: byte-exact diffs of a page
-// against its twin, for page sizes 4096 and 8192.
+// against its twin, for page sizes 4096 and 8192.  What a diff holds is
+// checked by applying it, not by reading its format: applied to a buffer,
+// it must write exactly the bytes that differ from the twin.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,13 +16,23 @@ namespace {
 constexpr size_t kGuard = 64;   // canary bytes after every buffer
 constexpr uint8_t kCanary = 0xA5;
 
-uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-
 std::vector<uint8_t> run(uint32_t off, uint32_t len, uint8_t fill = 0x77)
 {
     std::vector<uint8_t> d(8 + len, fill);
     memcpy(d.data(), &off, 4);
     memcpy(d.data() + 4, &len, 4);
+    return d;
+}
+
+// A masked record (diff.c): nw words from off, each word's mask, then nbytes
+// bytes (the masks' popcount when well formed).
+std::vector<uint8_t> masked(uint32_t off, uint32_t nw, uint8_t mask, size_t nbytes)
+{
+    std::vector<uint8_t> d(8 + nw + nbytes, 0x77);
+    uint32_t l = nw | 0x80000000u;
+    memcpy(d.data(), &off, 4);
+    memcpy(d.data() + 4, &l, 4);
+    memset(d.data() + 8, mask, nw);
     return d;
 }
 
@@ -37,32 +49,34 @@ protected:
         page = twin;
     }
 
-    // Encodes page against twin, checks the diff fits cb_diff_max and holds
-    // only bytes that differ from the twin, applies it to a copy of the twin
-    // and checks the result is the page.  Returns the diff length.
+    // Encodes page against twin, checks the diff fits cb_diff_max and that
+    // encode wrote nothing past it, applies it to buffers of other bytes and
+    // checks it wrote exactly the bytes where page differs from twin, with
+    // page's values, and nothing past the page.  Returns the diff length.
     size_t RoundTrip()
     {
+        size_t max = cb_diff_max(ps);
         std::vector<uint8_t> out(8 * ps, kCanary);  // room even if cb_diff_max is wrong
         size_t len = cb_diff_encode(page.data(), twin.data(), ps, out.data());
-        EXPECT_LE(len, cb_diff_max(ps));
-        EXPECT_TRUE(std::all_of(out.begin() + len, out.end(), [](uint8_t c) { return c == kCanary; }))
-            << "encode wrote past the length it returned";
+        EXPECT_LE(len, max);
+        EXPECT_TRUE(std::all_of(out.begin() + std::min(max, out.size()), out.end(),
+                                [](uint8_t c) { return c == kCanary; }))
+            << "encode wrote past cb_diff_max";
 
-        for (size_t n = 0; n < len;) {  // walk the runs: each byte must differ
-            uint32_t off = get32(&out[n]), l = get32(&out[n + 4]);
-            EXPECT_GT(l, 0u) << "empty run at diff offset " << n;
-            EXPECT_LE(off + (size_t)l, ps);
-            for (uint32_t k = 0; k < l && off + k < ps; k++)
-                EXPECT_NE(out[n + 8 + k], twin[off + k]) << "unchanged byte " << off + k << " in diff";
-            n += 8 + l;
+        for (uint8_t fill : {0x00, 0xFF}) {  // a written byte shows in one of them
+            std::vector<uint8_t> dst(ps + kGuard, kCanary);
+            memset(dst.data(), fill, ps);
+            EXPECT_EQ(cb_diff_apply(dst.data(), ps, out.data(), len), 0);
+            for (size_t i = 0; i < ps; i++) {
+                if (page[i] != twin[i])
+                    EXPECT_EQ(dst[i], page[i]) << "changed byte " << i << " missing, fill " << +fill;
+                else
+                    EXPECT_EQ(dst[i], fill) << "unchanged byte " << i << " in the diff";
+                if (HasFailure()) return len;
+            }
+            for (size_t i = ps; i < dst.size(); i++)
+                EXPECT_EQ(dst[i], kCanary) << "apply wrote past the page";
         }
-
-        std::vector<uint8_t> dst(twin);
-        dst.resize(ps + kGuard, kCanary);
-        EXPECT_EQ(cb_diff_apply(dst.data(), ps, out.data(), len), 0);
-        EXPECT_TRUE(std::equal(page.begin(), page.end(), dst.begin())) << "apply(encode) != page";
-        for (size_t i = ps; i < dst.size(); i++)
-            EXPECT_EQ(dst[i], kCanary);
         return len;
     }
 };
@@ -99,13 +113,41 @@ TEST_P(Diff, WholePage)
     EXPECT_EQ(RoundTrip(), 8 + ps);
 }
 
-TEST_P(Diff, AlternatingBytesIsWorstCaseAndFits)
+// Many stretches in a run of words: one header and a mask byte per word.
+TEST_P(Diff, AlternatingBytesAreOneMaskedRecord)
 {
     for (size_t i = 0; i < ps; i += 2) page[i] = (uint8_t)~twin[i];
-    EXPECT_EQ(RoundTrip(), ps / 2 * 9);
+    EXPECT_EQ(RoundTrip(), 8 + ps / 8 + ps / 2);
     page = twin;  // the other phase: ends with a changed last byte
     for (size_t i = 1; i < ps; i += 2) page[i] = (uint8_t)~twin[i];
-    EXPECT_EQ(RoundTrip(), ps / 2 * 9);
+    EXPECT_EQ(RoundTrip(), 8 + ps / 8 + ps / 2);
+}
+
+// RADIX's keys: 32-bit words below 2^24 rewritten over zeroes, the top byte
+// of each unchanged.  Not a header per key.
+TEST_P(Diff, KeysWithAnUnchangedTopByte)
+{
+    std::mt19937 rng(7);
+    std::fill(twin.begin(), twin.end(), 0);
+    page = twin;
+    for (size_t i = 0; i < ps; i += 4) {
+        uint32_t k = 0x10101u | (rng() & 0xffffffu);  // no zero among the low 3 bytes
+        memcpy(&page[i], &k, 4);
+    }
+    EXPECT_EQ(RoundTrip(), 8 + ps / 8 + ps / 4 * 3);
+}
+
+// The worst case, runs of one word apart by one unchanged word, in either
+// kind of record, fits cb_diff_max.
+TEST_P(Diff, EveryOtherWordFits)
+{
+    for (size_t i = 0; i < ps; i += 16) page[i] = (uint8_t)~twin[i];
+    EXPECT_EQ(RoundTrip(), ps / 16 * 9);
+    for (size_t i = 0; i < ps; i += 16) page[i + 2] = (uint8_t)~twin[i + 2];
+    EXPECT_EQ(RoundTrip(), ps / 16 * (8 + 1 + 2));
+    for (size_t i = 0; i < ps; i += 16)
+        for (size_t k = 0; k < 8; k++) page[i + k] = (uint8_t)~twin[i + k];
+    EXPECT_EQ(RoundTrip(), ps / 16 * 16);
 }
 
 TEST_P(Diff, RandomChanges)
@@ -137,7 +179,7 @@ TEST_P(Diff, FalseSharingInOneWordKeepsBothWrites)
     size_t la = cb_diff_encode(a.data(), twin.data(), ps, diffA.data());
     size_t lb = cb_diff_encode(b.data(), twin.data(), ps, diffB.data());
     EXPECT_EQ(la, 8u + 1);
-    EXPECT_EQ(lb, 2 * (8u + 1));
+    EXPECT_EQ(lb, 8u + 1 + 2);  // one word, two stretches: masked
 
     std::vector<uint8_t> want(twin);
     want[w + 0] = a[w + 0];
@@ -157,6 +199,11 @@ TEST_P(Diff, RunEndingExactlyAtPageEndIsAccepted)
     std::vector<uint8_t> dst(ps, 0), d = run((uint32_t)ps - 4, 4);
     EXPECT_EQ(cb_diff_apply(dst.data(), ps, d.data(), d.size()), 0);
     EXPECT_EQ(dst[ps - 1], 0x77);
+    dst.assign(ps, 0);
+    d = masked((uint32_t)ps - 16, 2, 0x81, 4);  // bytes 0 and 7 of the last two words
+    EXPECT_EQ(cb_diff_apply(dst.data(), ps, d.data(), d.size()), 0);
+    for (size_t i = ps - 16; i < ps; i++)
+        EXPECT_EQ(dst[i], i % 8 == 0 || i % 8 == 7 ? 0x77 : 0) << i;
 }
 
 // A malformed diff is refused and nothing is written, in or past the page.
@@ -172,6 +219,12 @@ TEST_P(Diff, MalformedDiffsAreRefused)
     std::vector<uint8_t> shortdata = run(0, 16);          // length beyond the diff
     shortdata.resize(8 + 10);
     bad.push_back(shortdata);
+    bad.push_back(masked(0, 0, 0xff, 0));                 // masked, no words
+    bad.push_back(masked((uint32_t)ps - 8, 2, 0xff, 16)); // masked, past page end
+    bad.push_back(masked(0, 4, 0x0f, 15));                // masked, a byte short
+    std::vector<uint8_t> shortmask = masked(0, 4, 0x01, 0);
+    shortmask.resize(8 + 3);
+    bad.push_back(shortmask);                             // masked, masks cut short
     std::vector<uint8_t> good_then_trunc = run(8, 2);     // valid run, then 3 stray bytes
     good_then_trunc.resize(good_then_trunc.size() + 3, 1);
     bad.push_back(good_then_trunc);
