@@ -217,8 +217,9 @@ void cb_release(void)
     uint32_t *pages = malloc(4 * (size_t)n), nw = 0; /* the interval's written pages */
     if (!pages || !batch)
         cb_die("out of memory closing an interval");
-    /* written home pages are write-protected, neighbours with one call,
-     * and stay owned until then: their states wait in held[] */
+    /* pages to write-protect (written home pages, copies no longer
+     * written) are protected with their neighbours, one call a run, and
+     * stay owned until then: their states wait in held[] */
     sort_pages(list, n);
     uint32_t *held = malloc(4 * (size_t)n);
     if (!held)
@@ -254,9 +255,12 @@ void cb_release(void)
             continue;
         }
         if (st.act & ACT_DIFF && !diff_add(&batch[home], p, acks)) {
+            /* not written since the last release: protected with its
+             * neighbours, then diffed once more (a write that raced) */
             st = cb_page_next(st.next, false, EV_IDLE);
-            cb_page_protect(p, 1, cb_page_prot(st.next));
-            written = diff_add(&batch[home], p, acks);
+            cb_prot_run(&run, p, cb_page_prot(st.next));
+            held[i] = st.next;
+            continue;
         }
         if (s & PG_STACK && home == cb.self)
             written = stack_page_changed(p);
@@ -273,9 +277,13 @@ void cb_release(void)
         if (held[i] == UINT32_MAX)
             continue;
         uint64_t p = list[i];
-        /* a twinned page found unchanged: noticed if a write raced that
-         * comparison (compared again now that no thread can write it) */
-        if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb_twin(p), cb.ps)) {
+        int home = cb_home_cached(p);
+        /* a page found unchanged: noticed if a write raced that comparison
+         * (compared again now that no thread can write it) */
+        if (home != cb.self) {
+            if (diff_add(&batch[home], p, acks))
+                pages[nw++] = (uint32_t)p;
+        } else if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb_twin(p), cb.ps)) {
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);
         }
