@@ -89,6 +89,15 @@ static int whole(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
+/* one of two words: yes (true) or no (false), nothing else */
+static int either(const char *s, const char *yes, const char *no, bool *out)
+{
+    if (strcmp(s, yes) && strcmp(s, no))
+        return -1;
+    *out = !strcmp(s, yes);
+    return 0;
+}
+
 void cb_config_load(cb_config_t *c)
 {
     const char *v;
@@ -146,13 +155,9 @@ void cb_config_load(cb_config_t *c)
         cb_die("CABLES_PAGE_GROUP='%s' must be a whole number of pages from 1 to %d", v,
                CB_MAX_PAGE_GROUP);
     c->fetch_get = true;
-    if ((v = env("CABLES_FETCH"))) {
-        if (!strcmp(v, "get")) c->fetch_get = true;
-        else if (!strcmp(v, "msg")) c->fetch_get = false;
-        else
-            cb_die("CABLES_FETCH='%s' must be get (read pages from the home in place where the "
-                   "transport can) or msg (always ask the home)", v);
-    }
+    if ((v = env("CABLES_FETCH")) && either(v, "get", "msg", &c->fetch_get))
+        cb_die("CABLES_FETCH='%s' must be get (read pages from the home in place where the "
+               "transport can) or msg (always ask the home)", v);
     c->fetch_runs = 16;
     if ((v = env("CABLES_FETCH_RUNS")) && whole(v, 1, CB_MAX_FETCH_RUNS, &c->fetch_runs))
         cb_die("CABLES_FETCH_RUNS='%s' must be a whole number of runs from 1 (no strided "
@@ -162,13 +167,9 @@ void cb_config_load(cb_config_t *c)
         cb_die("CABLES_REFRESH='%s' must be a whole number of acquires from 0 (a copy named "
                "by a write notice is always invalidated) to 255", v);
     c->bind = true;
-    if ((v = env("CABLES_BIND"))) {
-        if (!strcmp(v, "auto")) c->bind = true;
-        else if (!strcmp(v, "none")) c->bind = false;
-        else
-            cb_die("CABLES_BIND='%s' must be auto (node processes sharing a machine each run on "
-                   "CPUs of their own when there are enough) or none (anywhere)", v);
-    }
+    if ((v = env("CABLES_BIND")) && either(v, "auto", "none", &c->bind))
+        cb_die("CABLES_BIND='%s' must be auto (node processes sharing a machine each run on "
+               "CPUs of their own when there are enough) or none (anywhere)", v);
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,
