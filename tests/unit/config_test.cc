@@ -82,7 +82,8 @@ protected:
     static constexpr const char *kVars[] = {"CABLES_GAS_SIZE", "CABLES_PAGE_SIZE",
                                             "CABLES_HOME_POLICY", "CABLES_STATS",
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
-                                            "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND"};
+                                            "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
+                                            "CABLES_FETCH"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -110,6 +111,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_EQ(c.max_nodes, 0); // the launched nodes only
     EXPECT_EQ(c.refresh, 8);
     EXPECT_TRUE(c.bind);
+    EXPECT_TRUE(c.fetch_get);
 }
 
 TEST_F(ConfigLoad, GoodValues)
@@ -123,9 +125,11 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_MAX_NODES", "64", 1);
     setenv("CABLES_REFRESH", "0", 1);
     setenv("CABLES_BIND", "none", 1);
+    setenv("CABLES_FETCH", "msg", 1);
     cb_config_t c = Load();
     EXPECT_EQ(c.refresh, 0);
     EXPECT_FALSE(c.bind);
+    EXPECT_FALSE(c.fetch_get);
     EXPECT_EQ(c.threads_per_node, 3);
     EXPECT_EQ(c.max_nodes, 64);
     EXPECT_EQ(c.gas_size, 1ull << 30);
@@ -137,7 +141,11 @@ TEST_F(ConfigLoad, GoodValues)
 
     setenv("CABLES_STATS", "0", 1);
     setenv("CABLES_HOME_POLICY", "round-robin", 1);
+    setenv("CABLES_BIND", "auto", 1);
+    setenv("CABLES_FETCH", "get", 1);
     c = Load();
+    EXPECT_TRUE(c.bind);
+    EXPECT_TRUE(c.fetch_get);
     EXPECT_FALSE(c.stats);
     EXPECT_EQ(c.policy, CABLES_POLICY_ROUND_ROBIN);
     EXPECT_EQ(c.policy_node, 0);
@@ -161,6 +169,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_MAX_NODES", "65"},     {"CABLES_MAX_NODES", " 2"},
         {"CABLES_REFRESH", "256"},      {"CABLES_REFRESH", "-1"},
         {"CABLES_BIND", "core"},        {"CABLES_BIND", "yes"},
+        {"CABLES_FETCH", "rma"},        {"CABLES_FETCH", "getmsg"},
     };
     for (auto &b : bad) {
         SetUp();
