@@ -55,6 +55,7 @@ void cb_gas_init(void)
     cb.hot = reserve(cb.npages * sizeof *cb.hot);
     cb.moves = reserve(cb.ps); /* a page of its own: registered for remote reads */
     cb.sums = reserve(cb.npages * sizeof *cb.sums);
+    cb.idle = reserve(cb.npages);
     cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));
     cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));
     /* the upper half: one heap arena per possible node (the shim's malloc) */

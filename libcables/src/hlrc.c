@@ -197,6 +197,39 @@ static void sort_pages(uint32_t *a, size_t n)
     }
 }
 
+/* Idle grace.  A written page (copy or shared home page) stays writable
+ * and listed while releases find it unwritten, up to its grace: each such
+ * release costs a comparison with its twin (well under a microsecond), but
+ * protecting it and its next write fault cost two protection changes, tens
+ * of microseconds each on a VM (README).  The grace is IDLE_GRACE releases,
+ * doubled each time the page is written again after it was protected, up
+ * to IDLE_GRACE << IDLE_LEVELS: a page written every few barriers (RADIX
+ * writes each array every other digit, two barriers a digit) stays
+ * writable, one written once is protected after a few releases.
+ * cb.idle[p]: idle releases so far (bits 0-4), level (5-6), protected
+ * since last written (7); only under release_mu. */
+enum { IDLE_GRACE = 4, IDLE_LEVELS = 2, IDLE_COUNT = 31, IDLE_PROTECTED = 128 };
+
+/* p was found unwritten: true if it stays writable for now */
+static bool idle_keep(uint64_t p)
+{
+    unsigned b = cb.idle[p], level = b >> 5 & 3;
+    if ((b & IDLE_COUNT) + 1 < (unsigned)IDLE_GRACE << level) {
+        cb.idle[p] = (uint8_t)(b + 1);
+        return true;
+    }
+    cb.idle[p] = (uint8_t)(IDLE_PROTECTED | level << 5);
+    return false;
+}
+
+static void idle_written(uint64_t p)
+{
+    unsigned b = cb.idle[p], level = b >> 5 & 3;
+    if (b & IDLE_PROTECTED && level < IDLE_LEVELS)
+        level++;
+    cb.idle[p] = (uint8_t)(level << 5);
+}
+
 void cb_twin_take(uint64_t p)
 {
     memcpy(cb_twin(p), cb_proto_page(p), cb.ps);
@@ -238,11 +271,17 @@ void cb_release(void)
             if (st.act & ACT_TWIN) {
                 cb_twin_take(p);
             } else if (!cb_twin_refresh(cb_proto_page(p), cb_twin(p), cb.ps)) {
+                if (idle_keep(p)) {
+                    cb_dirty_push(p);
+                    cb_page_unown(p, st.next);
+                    continue;
+                }
                 st = cb_page_next(st.next, true, EV_IDLE); /* protected, then compared again */
                 cb_prot_run(&run, p, cb_page_prot(st.next));
                 held[i] = st.next | PG_TWIN;
                 continue;
             }
+            idle_written(p);
             cb_dirty_push(p);
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);
@@ -254,7 +293,13 @@ void cb_release(void)
             held[i] = st.next;
             continue;
         }
-        if (st.act & ACT_DIFF && !diff_add(&batch[home], p, acks)) {
+        if (st.act & ACT_DIFF && diff_add(&batch[home], p, acks)) {
+            idle_written(p);
+        } else if (st.act & ACT_DIFF && idle_keep(p)) {
+            cb_dirty_push(p);
+            cb_page_unown(p, st.next);
+            continue;
+        } else if (st.act & ACT_DIFF) {
             /* not written since the last release: protected with its
              * neighbours, then diffed once more (a write that raced) */
             st = cb_page_next(st.next, false, EV_IDLE);
@@ -417,24 +462,29 @@ void cb_acquire(const uint32_t *target)
         }
         if (st.act & ACT_PROTECT)
             STAT_ADD(invalidations, 1);
-        if (st.act & ACT_DIFF) {
-            /* a dirty copy: protected now, then its own writes go to the home */
-            cb_page_protect(p, 1, PROT_NONE);
-            diff_batch_t b = { 0 };
-            diff_add(&b, p, acks);
-            diff_send(&b, cb_home_cached(p), acks);
-        } else if (st.act & ACT_PROTECT) {
+        if (st.act & ACT_PROTECT) {
+            /* a dirty copy (ACT_DIFF, marked by PG_TWIN, which copies never
+             * have) is diffed once protected: its own writes go to the home */
             cb_prot_run(&run, p, PROT_NONE);
-            held[i] = st.next;
+            held[i] = st.next | (st.act & ACT_DIFF ? PG_TWIN : 0);
             continue;
         }
         cb_page_unown(p, st.next);
     }
     cb_prot_run_end(&run);
     refresh_end(&fresh, held);
+    diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
+    if (!batch)
+        cb_die("out of memory applying write notices");
+    for (size_t i = 0; i < nu; i++)
+        if (held[i] != UINT32_MAX && held[i] & PG_TWIN)
+            diff_add(&batch[cb_home_cached(pages[i])], pages[i], acks);
+    for (int h = 0; h < CB_MAX_NODES; h++)
+        diff_send(&batch[h], h, acks);
+    free(batch);
     for (size_t i = 0; i < nu; i++)
         if (held[i] != UINT32_MAX)
-            cb_page_unown(pages[i], held[i]);
+            cb_page_unown(pages[i], held[i] & ~(uint32_t)PG_TWIN);
     free(held);
     cb_waiter_wait_pending(acks);
     cb_waiter_free(acks);

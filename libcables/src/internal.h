@@ -383,6 +383,7 @@ typedef struct {
      * next CABLES_REFRESH acquires that would invalidate them (hlrc.c) */
     _Atomic uint8_t *hot;
     _Atomic uint64_t *moves; /* this node's move epoch: + 1 at each page moving in or out */
+    uint8_t *idle;          /* idle grace of each written page (hlrc.c) */
     uint64_t *sums;         /* checksum of each shared stack page at its last release */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */

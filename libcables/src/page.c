@@ -20,12 +20,13 @@ int cb_page_prot(uint32_t state)
  * change, and opened for writing at its first fault, read or write.  A
  * copy is fetched when invalid and twinned at its first write.  A written
  * copy stays writable across releases (each release diffs it and refreshes
- * its twin: no protection change, no new fault) until a release finds
- * nothing to diff: then it is write-protected.
+ * its twin: no protection change, no new fault) until releases have found
+ * nothing to diff for its idle grace (hlrc.c): then it is write-protected
+ * (EV_IDLE).
  * A written shared home page likewise: twinned at the release that finds it
  * written, compared with its twin at the next (a page of 4 KiB compares in
- * well under a microsecond; a write fault costs tens), write-protected at
- * the first release that finds it unchanged. */
+ * well under a microsecond; a write fault costs tens), write-protected once
+ * releases have found it unchanged for its idle grace. */
 cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
 {
     uint32_t acc = state & PG_ACC, keep = state & PG_LISTED;

@@ -14,6 +14,7 @@ class HomeMoveRace : public ::testing::TestWithParam<Cfg> {};
 class CondVar : public ::testing::TestWithParam<Cfg> {};
 class RemoteRead : public ::testing::TestWithParam<Cfg> {};
 class StridedRead : public ::testing::TestWithParam<Cfg> {};
+class IdleGrace : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -183,6 +184,25 @@ TEST_P(StridedRead, StridedFetchesBringTheColumnAndMissNoWrite)
     }
 }
 
+// A written copy stays writable through its idle grace (hlrc.c): written
+// again after 3 releases that found it unwritten, it takes no fault, and
+// the home still gets those writes; after 7 it was protected and faults;
+// written again after that, its grace doubles (7 idle releases: no fault).
+// idle_grace.c checks the home's data after every barrier.
+TEST_P(IdleGrace, KeptCopiesStayWritableAndTheirWritesReachTheHome)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("idle_grace"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    if (c.nodes > 1) {
+        EXPECT_EQ(mn::get_ll(r, "kept_faults"), 0) << res.describe();
+        EXPECT_GE(mn::get_ll(r, "protected_faults"), 1) << res.describe();
+        EXPECT_EQ(mn::get_ll(r, "regraced_faults"), 0) << res.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, IdleGrace, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, StridedRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, RemoteRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
