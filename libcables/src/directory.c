@@ -131,17 +131,29 @@ void cb_on_fetch_dir(const cb_msg_t *m)
         return;
     }
     if (d[p] == 0) {
-        /* a first touch homes the page; when the toucher is sweeping (the
-         * whole aligned CABLES_PAGE_GROUP before this page's group is its
-         * own), it homes the pages of this group that have no home yet too:
-         * one fault then maps the group.  Data whose owners alternate at a
-         * finer grain keeps per-page first touch. */
+        /* a first touch homes the page; when the toucher is sweeping, it
+         * homes the pages of this group that have no home yet too: one
+         * fault then maps the group.  Sweeping: the whole aligned
+         * CABLES_PAGE_GROUP before this page's group is its own (then the
+         * whole group), or at least SWEEP_RUN pages just before this one
+         * are, in a run that began mid-group (then the rest of the group:
+         * each node's part of a RADIX bucket begins anywhere).  A run from
+         * a group's start may be an aligned block of one owner, its
+         * neighbour in the group another's (LU's 8-page blocks); data
+         * whose owners alternate at a finer grain (LU's 2-page blocks)
+         * keeps per-page first touch. */
+        enum { SWEEP_RUN = 3 };
         uint64_t g = (uint64_t)cb.cfg.page_group, first = al->first + (p - al->first) / g * g;
         uint64_t end = first + g < al->first + al->npages ? first + g : al->first + al->npages;
         bool sweep = g > 1 && first >= al->first + g;
         for (uint64_t q = first - g; sweep && q < first; q++)
             sweep = d[q] == m->src + 1;
-        for (uint64_t q = sweep ? first : p; q < (sweep ? end : p + 1); q++)
+        uint64_t s = p; /* the toucher's run before p begins at s */
+        while (s > al->first && p - s < g && d[s - 1] == m->src + 1)
+            s--;
+        bool run = g > 1 && p - s >= SWEEP_RUN && (p - s >= g || (s - al->first) % g);
+        uint64_t from = sweep ? first : p, to = sweep || run ? end : p + 1;
+        for (uint64_t q = from; q < to; q++)
             if (d[q] == 0 && !moving_find(q))
                 d[q] = (int16_t)(place(al, q, m->src) + 1);
     }

@@ -27,6 +27,21 @@ TEST_P(FirstTouch, OwnBlockHomedLocallyWithoutFetches)
     EXPECT_EQ(mn::get_ll(r, "pages"), 64 * c.nodes) << res.describe();
 }
 
+// A first-touch sweep that begins mid-group takes the rest of each group
+// in one directory lookup after 3 pages (sweep_touch.c: 6-7 lookups for 43
+// pages, 29 page by page); blocks of 2 and 8 pages written by alternating
+// nodes (LU's) are each homed on their writer all the same.
+TEST_P(FirstTouch, MidGroupSweepTakesGroupsAlternatingBlocksStayPerPage)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("sweep_touch"), {},
+                              { { "CABLES_PAGE_GROUP", "16" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
+    if (c.nodes > 1)
+        EXPECT_LE(mn::get_ll(r, "lookups"), 8) << res.describe();
+}
+
 static void check_placement(const Cfg &c, const std::vector<std::string> &args,
                             const std::vector<std::string> &launcher_opts)
 {
