@@ -159,6 +159,14 @@ static void diff_send(diff_batch_t *b, int home, cb_waiter_t *acks)
     *b = (diff_batch_t){ 0 };
 }
 
+/* one batch per home (CB_MAX_NODES of them, or NULL: none), sent and freed */
+static void diff_send_all(diff_batch_t *batch, cb_waiter_t *acks)
+{
+    for (int h = 0; batch && h < CB_MAX_NODES; h++)
+        diff_send(&batch[h], h, acks);
+    free(batch);
+}
+
 /* A shared stack page at its home stays writable and has no twin: whether
  * it changed since the last release is told by a checksum.  Each word is
  * read once: a write racing the sum changes the next one. */
@@ -210,12 +218,15 @@ static void sort_pages(uint32_t *a, size_t n)
  * since last written (7); only under release_mu. */
 enum { IDLE_GRACE = 4, IDLE_LEVELS = 2, IDLE_COUNT = 31, IDLE_PROTECTED = 128 };
 
-/* p was found unwritten: true if it stays writable for now */
-static bool idle_keep(uint64_t p)
+/* p (owned, its release state next) was found unwritten: true if it
+ * stays writable for now, then listed for the next release and unowned */
+static bool idle_kept(uint64_t p, uint32_t next)
 {
     unsigned b = cb.idle[p], level = b >> 5 & 3;
     if ((b & IDLE_COUNT) + 1 < (unsigned)IDLE_GRACE << level) {
         cb.idle[p] = (uint8_t)(b + 1);
+        cb_dirty_push(p);
+        cb_page_unown(p, next);
         return true;
     }
     cb.idle[p] = (uint8_t)(IDLE_PROTECTED | level << 5);
@@ -271,11 +282,8 @@ void cb_release(void)
             if (st.act & ACT_TWIN) {
                 cb_twin_take(p);
             } else if (!cb_twin_refresh(cb_proto_page(p), cb_twin(p), cb.ps)) {
-                if (idle_keep(p)) {
-                    cb_dirty_push(p);
-                    cb_page_unown(p, st.next);
+                if (idle_kept(p, st.next))
                     continue;
-                }
                 st = cb_page_next(st.next, true, EV_IDLE); /* protected, then compared again */
                 cb_prot_run(&run, p, cb_page_prot(st.next));
                 held[i] = st.next | PG_TWIN;
@@ -295,9 +303,7 @@ void cb_release(void)
         }
         if (st.act & ACT_DIFF && diff_add(&batch[home], p, acks)) {
             idle_written(p);
-        } else if (st.act & ACT_DIFF && idle_keep(p)) {
-            cb_dirty_push(p);
-            cb_page_unown(p, st.next);
+        } else if (st.act & ACT_DIFF && idle_kept(p, st.next)) {
             continue;
         } else if (st.act & ACT_DIFF) {
             /* not written since the last release: protected with its
@@ -335,9 +341,7 @@ void cb_release(void)
         cb_page_unown(p, held[i] & ~(uint32_t)PG_TWIN);
     }
     free(held);
-    for (int h = 0; h < CB_MAX_NODES; h++)
-        diff_send(&batch[h], h, acks);
-    free(batch);
+    diff_send_all(batch, acks);
     cb_waiter_wait_pending(acks);
     cb_waiter_free(acks);
     if (nw == 0) {
@@ -473,15 +477,15 @@ void cb_acquire(const uint32_t *target)
     }
     cb_prot_run_end(&run);
     refresh_end(&fresh, held);
-    diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
-    if (!batch)
-        cb_die("out of memory applying write notices");
-    for (size_t i = 0; i < nu; i++)
-        if (held[i] != UINT32_MAX && held[i] & PG_TWIN)
-            diff_add(&batch[cb_home_cached(pages[i])], pages[i], acks);
-    for (int h = 0; h < CB_MAX_NODES; h++)
-        diff_send(&batch[h], h, acks);
-    free(batch);
+    diff_batch_t *batch = NULL; /* only if a dirty copy was invalidated */
+    for (size_t i = 0; i < nu; i++) {
+        if (held[i] == UINT32_MAX || !(held[i] & PG_TWIN))
+            continue;
+        if (!batch && !(batch = calloc(CB_MAX_NODES, sizeof *batch)))
+            cb_die("out of memory applying write notices");
+        diff_add(&batch[cb_home_cached(pages[i])], pages[i], acks);
+    }
+    diff_send_all(batch, acks);
     for (size_t i = 0; i < nu; i++)
         if (held[i] != UINT32_MAX)
             cb_page_unown(pages[i], held[i] & ~(uint32_t)PG_TWIN);
