@@ -213,10 +213,14 @@ static void sort_pages(uint32_t *a, size_t n)
  * doubled each time the page is written again after it was protected, up
  * to IDLE_GRACE << IDLE_LEVELS: a page written every few barriers (RADIX
  * writes each array every other digit, two barriers a digit) stays
- * writable, one written once is protected after a few releases.
+ * writable, one written once is protected after a few releases.  8 to
+ * start: a comparison costs about 1/40 of a protection change and a
+ * fault, and a home page shared while it was being written (RADIX's
+ * boundary pages bring 15 neighbours each) is written again 6 releases
+ * later; with 4 it was protected just before (4000 pages a node, 100 ms).
  * cb.idle[p]: idle releases so far (bits 0-4), level (5-6), protected
  * since last written (7); only under release_mu. */
-enum { IDLE_GRACE = 4, IDLE_LEVELS = 2, IDLE_COUNT = 31, IDLE_PROTECTED = 128 };
+enum { IDLE_GRACE = 8, IDLE_LEVELS = 1, IDLE_COUNT = 31, IDLE_PROTECTED = 128 };
 
 /* p (owned, its release state next) was found unwritten: true if it
  * stays writable for now, then listed for the next release and unowned */

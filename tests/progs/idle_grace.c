@@ -1,5 +1,5 @@
 /* idle_grace: a written copy stays writable through a few releases that
- * find it unwritten (its idle grace, hlrc.c: 4 releases, doubled each time
+ * find it unwritten (its idle grace, hlrc.c: 8 releases, doubled each time
  * it is written again after it was protected), and its writes after them,
  * which take no fault, still reach the home.
  * A thread on the last node writes PAGES pages homed on node 0, one word
@@ -7,18 +7,18 @@
  * with two barriers, so two releases of the writer's node; between them
  * main, on node 0, checks that the home holds the last value written.
  * The write faults of three rounds:
- *   kept       after 3 idle releases (within the grace of 4): none
- *   protected  after 7 (beyond it): the pages were protected
- *   regraced   after 7 (within the doubled grace of 8): none
+ *   kept       after 7 idle releases (within the grace of 8): none
+ *   protected  after 9 (beyond it): the pages were protected
+ *   regraced   after 9 (within the doubled grace of 16): none
  * At 1 node the pages are the writer's own: nothing to measure.
  * RESULT ok=1 nodes=N kept_faults=K protected_faults=P regraced_faults=G bad=B */
 #include <cables.h>
 #include <stdio.h>
 
 #define PAGES 8
-static const int SCHEDULE[] = { 1, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4 };
+static const int SCHEDULE[] = { 1, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4 };
 #define ROUNDS (int)(sizeof SCHEDULE / sizeof *SCHEDULE)
-enum { KEPT = 2, PROTECTED = 6, REGRACED = 10 }; /* rounds measured */
+enum { KEPT = 4, PROTECTED = 9, REGRACED = 14 }; /* rounds measured */
 
 struct shared {
     cables_barrier_t b;
