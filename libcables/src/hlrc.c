@@ -120,18 +120,38 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
     }
 }
 
-/* Diffs bound for the homes, one message per home: records of
- * [u32 page][u32 length][diff bytes].  Homes acknowledge by page count. */
+/* Diffs bound for the homes: records of [u32 page][u32 length][diff
+ * bytes], in messages of up to DIFF_MSG_MAX bytes (or one record, for
+ * large pages) per home.  Homes acknowledge by page count.  Bounded
+ * messages come from (and go back to) malloc's heap: a release's diffs in
+ * one message (16 MB in RADIX) took fresh pages in three buffers (ours,
+ * the sent copy, the receiver's), each first touch a page fault (11-14 us
+ * a page here), and the home applied nothing until the last diff was
+ * made; now it applies them while later ones are made. */
+enum { DIFF_MSG_MAX = 64 << 10 };
 typedef struct { uint8_t *buf; size_t len, cap; } diff_batch_t;
 
-/* false if the page had nothing to diff (its twin is refreshed either way) */
-static bool diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
+static void diff_send(diff_batch_t *b, int home, cb_waiter_t *acks)
 {
-    size_t need = b->len + 8 + cb_diff_max(cb.ps);
-    if (need > b->cap) {
-        b->cap = need * 2;
-        b->buf = realloc(b->buf, b->cap);
-        if (!b->buf)
+    if (b->len) {
+        cb_msg_t m = { .type = M_DIFF, .waiter = (uintptr_t)acks };
+        cb_send(home, &m, b->buf, b->len, true);
+    } else {
+        free(b->buf);
+    }
+    *b = (diff_batch_t){ 0 };
+}
+
+/* false if the page had nothing to diff (its twin is refreshed either way) */
+static bool diff_add(diff_batch_t *batch, int home, uint64_t p, cb_waiter_t *acks)
+{
+    diff_batch_t *b = &batch[home];
+    size_t rec = 8 + cb_diff_max(cb.ps);
+    if (b->len && b->len + rec > b->cap)
+        diff_send(b, home, acks);
+    if (!b->buf) {
+        b->cap = rec > DIFF_MSG_MAX ? rec : DIFF_MSG_MAX;
+        if (!(b->buf = malloc(b->cap)))
             cb_die("out of memory for diffs");
     }
     size_t n = cb_diff_encode_refresh(cb_proto_page(p), cb_twin(p), cb.ps,
@@ -146,17 +166,6 @@ static bool diff_add(diff_batch_t *b, uint64_t p, cb_waiter_t *acks)
     STAT_ADD(diffs_sent, 1);
     STAT_ADD(diff_bytes_sent, n);
     return true;
-}
-
-static void diff_send(diff_batch_t *b, int home, cb_waiter_t *acks)
-{
-    if (b->len) {
-        cb_msg_t m = { .type = M_DIFF, .waiter = (uintptr_t)acks };
-        cb_send(home, &m, b->buf, b->len, true);
-    } else {
-        free(b->buf);
-    }
-    *b = (diff_batch_t){ 0 };
 }
 
 /* one batch per home (CB_MAX_NODES of them, or NULL: none), sent and freed */
@@ -305,7 +314,7 @@ void cb_release(void)
             held[i] = st.next;
             continue;
         }
-        if (st.act & ACT_DIFF && diff_add(&batch[home], p, acks)) {
+        if (st.act & ACT_DIFF && diff_add(batch, home, p, acks)) {
             idle_written(p);
         } else if (st.act & ACT_DIFF && idle_kept(p, st.next)) {
             continue;
@@ -336,7 +345,7 @@ void cb_release(void)
         /* a page found unchanged: noticed if a write raced that comparison
          * (compared again now that no thread can write it) */
         if (home != cb.self) {
-            if (diff_add(&batch[home], p, acks))
+            if (diff_add(batch, home, p, acks))
                 pages[nw++] = (uint32_t)p;
         } else if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb_twin(p), cb.ps)) {
             pages[nw++] = (uint32_t)p;
@@ -487,7 +496,7 @@ void cb_acquire(const uint32_t *target)
             continue;
         if (!batch && !(batch = calloc(CB_MAX_NODES, sizeof *batch)))
             cb_die("out of memory applying write notices");
-        diff_add(&batch[cb_home_cached(pages[i])], pages[i], acks);
+        diff_add(batch, cb_home_cached(pages[i]), pages[i], acks);
     }
     diff_send_all(batch, acks);
     for (size_t i = 0; i < nu; i++)
