@@ -323,16 +323,31 @@ int cb_fault(uint64_t p, bool write)
         last_run = p + (runs - 1) * stride;
     land_runs(p, home, 1 + nnext, stride, taken, fetched && home != cb.self ? runs : 0, got,
               run_state);
-    /* the pages that came with p: copies fetched with it (readable), or
-     * pages the directory made ours with it (accessed as p is); one
+    /* the pages that came with p: pages the directory made ours with it,
+     * or copies fetched with it, accessed as p is: readable, or, for a
+     * write, written ahead (a run is mostly written in order: RADIX writes
+     * its part of every bucket into copies), twinned before they open; one
      * mprotect, p's too when it gets the same.  The others stay as they were. */
     bool counted = st.act != 0;
-    enum cb_page_event xev = is_home && write ? EV_WRITE_FAULT : EV_READ_FAULT;
+    enum cb_page_event xev = write ? EV_WRITE_FAULT : EV_READ_FAULT;
     int xprot = PROT_READ;
+    uint32_t twinned = 0;
     for (uint32_t i = 0; i + 1 < got; i++) {
         cb_home_set(p + 1 + i, home);
-        next_state[i] = cb_page_next(next_state[i], is_home, xev).next;
-        xprot = cb_page_prot(next_state[i]);
+        cb_page_step_t x = cb_page_next(next_state[i], is_home, xev);
+        next_state[i] = x.next;
+        xprot = cb_page_prot(x.next);
+        if (x.act & ACT_TWIN) {
+            cb_twin_take(p + 1 + i);
+            twinned++;
+        }
+        if (x.act & ACT_LIST)
+            cb_dirty_push(p + 1 + i);
+    }
+    STAT_ADD(written_ahead, twinned);
+    if (home >= 0 && st.act & ACT_TWIN) {
+        cb_twin_take(p); /* before any thread here can write it */
+        st.act &= ~(unsigned)ACT_TWIN;
     }
     bool with_p = got > 1 && (st.act & ACT_PROTECT) && cb_page_prot(st.next) == xprot;
     if (got > 1) {

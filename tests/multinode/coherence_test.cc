@@ -15,6 +15,7 @@ class CondVar : public ::testing::TestWithParam<Cfg> {};
 class RemoteRead : public ::testing::TestWithParam<Cfg> {};
 class StridedRead : public ::testing::TestWithParam<Cfg> {};
 class IdleGrace : public ::testing::TestWithParam<Cfg> {};
+class CopyWriteAhead : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -202,6 +203,23 @@ TEST_P(IdleGrace, KeptCopiesStayWritableAndTheirWritesReachTheHome)
     }
 }
 
+// A write fault on a page with no copy here opens the pages fetched with
+// it for writing too (twinned): 40 pages written in order take a fault a
+// fetch (3), not one a page, and only the words written reach the home,
+// next to the home's own writes in the same interval.
+TEST_P(CopyWriteAhead, RunWrittenInOrderTakesAFaultAFetch)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("copy_write_ahead"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    if (c.nodes > 1) {
+        EXPECT_GE(mn::get_ll(r, "faults"), 1) << res.describe();
+        EXPECT_LE(mn::get_ll(r, "faults"), 5) << res.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, CopyWriteAhead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, IdleGrace, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, StridedRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, RemoteRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
