@@ -38,8 +38,9 @@ TEST_P(FirstTouch, MidGroupSweepTakesGroupsAlternatingBlocksStayPerPage)
                               { { "CABLES_PAGE_GROUP", "16" } });
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
-    if (c.nodes > 1)
+    if (c.nodes > 1) {
         EXPECT_LE(mn::get_ll(r, "lookups"), 8) << res.describe();
+    }
 }
 
 static void check_placement(const Cfg &c, const std::vector<std::string> &args,
