@@ -75,7 +75,7 @@ static bool rma_any(void)
  * Returns the home, -1 if the page is not allocated, or FETCH_RETRY if the
  * page is moving to this node (the caller lets the move land, then
  * faults again). */
-enum { FETCH_RETRY = -2 };
+enum { FETCH_RETRY = -2, FIRST_REFRESH = 4 };
 static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t *runs)
 {
     uint32_t want = *runs;
@@ -142,9 +142,18 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
         break;
     }
 fetched:
-    if (again)
-        for (uint32_t i = 0; i < *got; i++)
-            atomic_store_explicit(&cb.hot[p + i], (uint8_t)cb.cfg.refresh, memory_order_relaxed);
+    /* refreshed at the next acquires that name them (hlrc.c): pages read
+     * again after an invalidation for CABLES_REFRESH acquires, the pages of
+     * a first fetch for FIRST_REFRESH (at most that): a remote read costs
+     * a fraction of the protection change an invalidation costs here */
+    if (cb.cfg.refresh) {
+        uint8_t first = (uint8_t)(cb.cfg.refresh < FIRST_REFRESH ? cb.cfg.refresh : FIRST_REFRESH);
+        for (uint32_t r = 0; r < *runs; r++)
+            for (uint32_t i = 0; i < *got; i++)
+                atomic_store_explicit(&cb.hot[p + r * stride + i],
+                                      r == 0 && again ? (uint8_t)cb.cfg.refresh : first,
+                                      memory_order_relaxed);
+    }
     STAT_ADD(pages_fetched, *got * *runs);
     STAT_ADD(fetches, 1);
     STAT_ADD(fetch_ns, cb_now_ns() - t0);
