@@ -387,8 +387,6 @@ int cb_fault(uint64_t p, bool write)
         cb_page_unown(p, s);
         return -1;
     }
-    if (st.act & ACT_TWIN)
-        cb_twin_take(p);
     if (st.act & ACT_LIST)
         cb_dirty_push(p);
     if (st.act & ACT_PROTECT && is_home && write && s & PG_SHARED) {
