@@ -67,7 +67,8 @@ int cables_thread_join(cables_thread_t t, void **ret);
 typedef struct {
     uint64_t read_faults, write_faults, home_faults; /* home_faults: on own home pages */
     uint64_t pages_fetched, fetch_ns; /* pages: prefetched ones included */
-    uint64_t fetches, written_ahead;  /* fetch requests; pages opened for writing with a neighbour (home pages; copies fetched with one written) */
+    uint64_t fetches, written_ahead;  /* fetch requests; pages opened for writing with a
+                                          * neighbour (home pages; copies fetched for a write) */
     uint64_t twins, diffs_sent, diff_bytes_sent, diffs_applied;
     uint64_t write_notices_made, write_notices_received, invalidations;
     uint64_t lock_acquires, lock_remote_acquires, lock_wait_ns;

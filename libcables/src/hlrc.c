@@ -379,10 +379,10 @@ void cb_release(void)
  * not acquired may only read words nobody changed since (else its program
  * has a data race), and those are rewritten with the same bytes.  It stays
  * hot for CABLES_REFRESH (8) such acquires; then one invalidation tells
- * again if it is still read.  A copy just fetched is hot for 4 (fault.c).  Only where fetches read in place too
- * (CABLES_FETCH=get, a transport that can).  Pages are read in runs
- * (contiguous, one home, one move epoch); a run that cannot be read is
- * invalidated after all. */
+ * again if it is still read.  A copy just fetched is hot for 4 (fault.c).
+ * Only where fetches read in place too (CABLES_FETCH=get, a transport
+ * that can).  Pages are read in runs (contiguous, one home, one move
+ * epoch); a run that cannot be read is invalidated after all. */
 typedef struct { size_t i0; uint64_t first, rec; uint32_t n; int home; } refresh_t;
 
 static bool hot_copy(uint64_t p, int home)
