@@ -23,7 +23,7 @@
 # Environment: BENCH_REPS (3), BENCH_TIMEOUT (s per run, 300),
 # BENCH_TRANSPORT (shm), BENCH_PROGS (names, default all of them),
 # BENCH_DEAD_TIMEOUT (CABLES_DEAD_TIMEOUT of the cables runs, 30 s: on this
-# VM shared with other work a node was once silent for 3 s, the default, and
+# VM shared with other work a node was once silent for 3 s, then the default, and
 # its peer declared it dead).
 # The machine should be otherwise idle: the load is printed at the start and
 # the end, and the spread of each median's runs under the tables.

@@ -137,7 +137,7 @@ void cb_config_load(cb_config_t *c)
         else if (strcmp(v, "0") && strcmp(v, "no"))
             cb_die("CABLES_STATS='%s' must be 1 or 0", v);
     }
-    c->dead_timeout = 3.0;
+    c->dead_timeout = 10.0; /* 3 s once took a node busy on a loaded VM for dead (bench/splash.sh) */
     if ((v = env("CABLES_DEAD_TIMEOUT"))) {
         char *end;
         c->dead_timeout = strtod(v, &end);

@@ -106,7 +106,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_EQ(c.policy, CABLES_POLICY_FIRST_TOUCH);
     EXPECT_EQ(c.policy_node, 0);
     EXPECT_FALSE(c.stats);
-    EXPECT_DOUBLE_EQ(c.dead_timeout, 3.0);
+    EXPECT_DOUBLE_EQ(c.dead_timeout, 10.0);
     EXPECT_EQ(c.threads_per_node, (int)sysconf(_SC_NPROCESSORS_ONLN));
     EXPECT_EQ(c.max_nodes, 0); // the launched nodes only
     EXPECT_EQ(c.refresh, 8);
