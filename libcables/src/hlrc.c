@@ -246,6 +246,19 @@ static bool idle_kept(uint64_t p, uint32_t next)
     return false;
 }
 
+/* p (owned, its release state next) was found unwritten: kept writable
+ * within its grace (UINT32_MAX: not held), else protected with its
+ * neighbours and its state returned, held until the run ends, when it is
+ * compared once more (a write that raced); PG_TWIN marks a home page */
+static uint32_t idle_unwritten(cb_prot_run_t *run, uint64_t p, uint32_t next, bool is_home)
+{
+    if (idle_kept(p, next))
+        return UINT32_MAX;
+    uint32_t s = cb_page_next(next, is_home, EV_IDLE).next;
+    cb_prot_run(run, p, cb_page_prot(s));
+    return is_home ? s | PG_TWIN : s;
+}
+
 static void idle_written(uint64_t p)
 {
     unsigned b = cb.idle[p], level = b >> 5 & 3;
@@ -295,11 +308,7 @@ void cb_release(void)
             if (st.act & ACT_TWIN) {
                 cb_twin_take(p);
             } else if (!cb_twin_refresh(cb_proto_page(p), cb_twin(p), cb.ps)) {
-                if (idle_kept(p, st.next))
-                    continue;
-                st = cb_page_next(st.next, true, EV_IDLE); /* protected, then compared again */
-                cb_prot_run(&run, p, cb_page_prot(st.next));
-                held[i] = st.next | PG_TWIN;
+                held[i] = idle_unwritten(&run, p, st.next, true);
                 continue;
             }
             idle_written(p);
@@ -314,17 +323,12 @@ void cb_release(void)
             held[i] = st.next;
             continue;
         }
-        if (st.act & ACT_DIFF && diff_add(batch, home, p, acks)) {
+        if (st.act & ACT_DIFF) {
+            if (!diff_add(batch, home, p, acks)) { /* not written since the last release */
+                held[i] = idle_unwritten(&run, p, st.next, false);
+                continue;
+            }
             idle_written(p);
-        } else if (st.act & ACT_DIFF && idle_kept(p, st.next)) {
-            continue;
-        } else if (st.act & ACT_DIFF) {
-            /* not written since the last release: protected with its
-             * neighbours, then diffed once more (a write that raced) */
-            st = cb_page_next(st.next, false, EV_IDLE);
-            cb_prot_run(&run, p, cb_page_prot(st.next));
-            held[i] = st.next;
-            continue;
         }
         if (s & PG_STACK && home == cb.self)
             written = stack_page_changed(p);
