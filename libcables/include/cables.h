@@ -83,6 +83,9 @@ typedef struct {
     /* copies refreshed in place at an acquire instead of invalidated (hot:
      * read again after each of their last invalidations) */
     uint64_t pages_refreshed;
+    /* first touches homed here without asking the directory first, and of
+     * those the ones another node had homed already (each then a copy) */
+    uint64_t homes_claimed, claims_lost;
 } cables_stats_t;
 void cables_stats_get(cables_stats_t *s);
 void cables_stats_print(void);

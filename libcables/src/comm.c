@@ -214,6 +214,7 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
     w->value = (int64_t)m->a;
     w->value2 = (int64_t)m->b;
     w->value3 = (int64_t)m->c;
+    w->value4 = (int64_t)m->d;
     cb_waiter_wake(w);
 }
 
@@ -276,6 +277,8 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_NODE_GONE: cb_on_node_gone(m); break;
     case M_GONE_FLUSH: cb_on_gone_flush(m); break;
     case M_KEYS: cb_rma_peer(m->src, p, len); break;
+    case M_CLAIM: cb_on_claim(m); break;
+    case M_CLAIM_REPLY: cb_on_claim_reply(m, p, len); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;

@@ -170,6 +170,10 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_BIND")) && either(v, "auto", "none", &c->bind))
         cb_die("CABLES_BIND='%s' must be auto (node processes sharing a machine each run on "
                "CPUs of their own when there are enough) or none (anywhere)", v);
+    c->claim_local = true;
+    if ((v = env("CABLES_CLAIM")) && either(v, "local", "directory", &c->claim_local))
+        cb_die("CABLES_CLAIM='%s' must be local (a first touch homes the page at once and "
+               "tells the directory after) or directory (it asks the directory first)", v);
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,

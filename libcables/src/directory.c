@@ -160,11 +160,17 @@ void cb_on_fetch_dir(const cb_msg_t *m)
     int home = d[p] - 1;
     if (home == m->src) {
         /* with it, the pages after it that are the requester's too, as many
-         * as it can take (c) */
+         * as it can take (c); and whether it may claim the allocation's
+         * pages itself: a first-touch one made while it was in the run (a
+         * node attached later has not seen the notices of the pages homed
+         * before it came, and cannot tell which ones hold data) */
         uint64_t n = 1, end = al->first + al->npages;
         while (n < m->c && p + n < end && d[p + n] == m->src + 1 && !moving_find(p + n))
             n++;
-        cb_msg_t r = { .type = M_PAGE, .a = PAGE_YOURS, .b = (uint64_t)home, .c = n };
+        bool claims = al->policy == CABLES_POLICY_FIRST_TOUCH && m->src < al->nnodes &&
+                      al != &heaps && end <= UINT32_MAX;
+        cb_msg_t r = { .type = M_PAGE, .a = PAGE_YOURS, .b = (uint64_t)home, .c = n,
+                       .d = claims ? al->first | end << 32 : 0 };
         cb_reply(m, &r, NULL, 0, false);
         return;
     }
@@ -188,6 +194,213 @@ int cables_home_of(const void *addr)
         return h;
     cb_msg_t m = { .type = M_DIR_LOOKUP, .a = p, .b = 1 };
     return (int)cb_rpc(0, &m, NULL);
+}
+
+/* ---- local claims ----
+ * A first touch asks the directory which node is the page's home, a round
+ * trip to the master while the faulting thread waits (150 us here when
+ * both CPUs compute: RADIX's first permutation spent 260-290 ms a node in
+ * 1800 of them).  In a first-touch allocation it already touched, a node
+ * homes the page itself at once and tells the master after (M_CLAIM),
+ * which records it unless another node's claim came first: that page
+ * becomes a copy here whose twin is zero, the page's data when it was
+ * claimed (no node had touched it, or a notice would have named it), so
+ * this node's writes reach the home as diffs at its next release.
+ * Reading zeros meanwhile is right: only a write that happens before this
+ * node's acquires must be seen, and every page a node homes is noticed at
+ * its next release (cb_homed_push), so an acquire marks it claim_no
+ * before a later claim could be made (cb_claims_forbid), and waits for
+ * the claims in flight (a claim refused then is a copy the notice
+ * invalidates). */
+static bool bit(_Atomic uint64_t *b, uint64_t p)
+{
+    return atomic_load(&b[p / 64]) >> (p % 64) & 1;
+}
+
+static void bit_set(_Atomic uint64_t *b, uint64_t p)
+{
+    if (!bit(b, p))
+        atomic_fetch_or(&b[p / 64], 1ull << (p % 64));
+}
+
+void cb_claims_learn(uint64_t range)
+{
+    uint64_t first = range & UINT32_MAX, end = range >> 32, g = (uint64_t)cb.cfg.page_group;
+    if (!cb.cfg.claim_local || first >= end || end > cb.npages || bit(cb.claim_ok, first))
+        return;
+    bit_set(cb.claim_astart, first);
+    for (uint64_t q = first; q < end; q += g) /* groups as the directory aligns them */
+        bit_set(cb.claim_gstart, q);
+    for (uint64_t q = first; q < end; q++) {
+        if (q % 64 == 0 && q + 64 <= end) {
+            atomic_store(&cb.claim_ok[q / 64], ~0ull);
+            q += 63;
+        } else {
+            bit_set(cb.claim_ok, q);
+        }
+    }
+}
+
+void cb_claims_forbid(const uint32_t *pages, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        bit_set(cb.claim_no, pages[i]);
+    atomic_thread_fence(memory_order_seq_cst); /* before cb_claims_wait reads claims_out */
+}
+
+void cb_claims_wait(void)
+{
+    for (uint32_t v; (v = atomic_load(&cb.claims_out)) != 0;)
+        cb_futex_wait(&cb.claims_out, v);
+}
+
+/* A page claimed here whose answer has not come may be another node's:
+ * served as a home page, the requester would take this node for its home
+ * (and send it its diffs, read it in place) while the real home does not
+ * know of that copy.  A request for it (only the master's directory can
+ * name this node its home) is answered; the runs after one are not. */
+bool cb_claim_pending(uint64_t p)
+{
+    return bit(cb.claim_pending, p);
+}
+
+static bool claimable(uint64_t q)
+{
+    return q < cb.npages && bit(cb.claim_ok, q) && !bit(cb.claim_no, q);
+}
+
+uint32_t cb_claim(uint64_t p, uint32_t got)
+{
+    if (!claimable(p))
+        return 0;
+    /* as the directory sweeps (cb_on_fetch_dir): the rest of p's group
+     * when the whole group before it is ours, or a run of SWEEP_RUN of
+     * ours ends at p that began mid-group; else p alone */
+    enum { SWEEP_RUN = 3 };
+    uint64_t g = (uint64_t)cb.cfg.page_group, first = p;
+    while (!bit(cb.claim_gstart, first) && p - first < g)
+        first--;
+    bool sweep = g > 1 && !bit(cb.claim_astart, first); /* a group before it, in its allocation */
+    for (uint64_t q = first - g; sweep && q < first; q++)
+        sweep = cb_home_cached(q) == cb.self;
+    uint64_t s = p;
+    while (!bit(cb.claim_astart, s) && p - s < g && cb_home_cached(s - 1) == cb.self)
+        s--;
+    bool run = g > 1 && p - s >= SWEEP_RUN && (p - s >= g || !bit(cb.claim_gstart, s));
+    uint32_t n = 1;
+    if (sweep || run)
+        while (n < got && p + n < first + g && claimable(p + n))
+            n++;
+    /* against an acquire marking these pages meanwhile: it marks, then
+     * reads claims_out; we count the claim, then read the marks */
+    atomic_fetch_add(&cb.claims_out, 1);
+    for (uint32_t i = 0; i < n; i++)
+        if (bit(cb.claim_no, p + i)) {
+            n = i;
+            break;
+        }
+    if (n == 0) {
+        if (atomic_fetch_sub(&cb.claims_out, 1) == 1)
+            cb_futex_wake(&cb.claims_out);
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        bit_set(cb.claim_pending, p + i);
+        cb_home_set(p + i, cb.self);
+    }
+    cb_msg_t m = { .type = M_CLAIM, .a = p, .c = n };
+    cb_send(0, &m, NULL, 0, false);
+    STAT_ADD(homes_claimed, n);
+    STAT_ADD(homes_owned, n);
+    return n;
+}
+
+/* M_CLAIM a=page c=pages, at the master: each page not homed yet is the
+ * claimer's; the reply's payload is every page's home (int16_t) */
+void cb_on_claim(const cb_msg_t *m)
+{
+    int16_t *d = dir_table();
+    int16_t homes[CB_MAX_PAGE_GROUP];
+    if (m->c < 1 || m->c > CB_MAX_PAGE_GROUP || m->a + m->c > cb.npages)
+        cb_die("node %d: bad claim of %llu pages at %llu from node %d", cb.self,
+               (unsigned long long)m->c, (unsigned long long)m->a, m->src);
+    for (uint64_t i = 0; i < m->c; i++) {
+        uint64_t q = m->a + i;
+        const cb_alloc_t *al = find_alloc(q);
+        if (!al)
+            cb_die("node %d: node %d claimed page %llu, which is not allocated", cb.self,
+                   m->src, (unsigned long long)q);
+        if (d[q] == 0 && !moving_find(q))
+            d[q] = (int16_t)(place(al, q, m->src) + 1);
+        homes[i] = (int16_t)(d[q] - 1);
+    }
+    cb_msg_t r = { .type = M_CLAIM_REPLY, .a = m->a, .c = m->c };
+    cb_send(m->src, &r, homes, m->c * sizeof homes[0], false);
+}
+
+/* A claimed page another node homes: a written copy of it whose twin is
+ * zero.  False if it is busy (the reply waits). */
+static bool claim_lost(uint64_t q, int home)
+{
+    uint32_t s;
+    if (!cb_page_try_own(q, &s))
+        return false;
+    memset(cb_twin(q), 0, cb.ps);
+    cb_home_set(q, home);
+    atomic_store(&cb.served[q], 0);
+    uint32_t next = s;
+    if ((s & PG_ACC) != PG_NONE) {
+        next = PG_LISTED | PG_RW; /* claimed pages are opened for writing */
+        if (!(s & PG_LISTED))
+            cb_dirty_push(q);
+    }
+    cb_page_unown(q, next);
+    STAT_ADD(claims_lost, 1);
+    STAT_ADD(homes_owned, (uint64_t)-1);
+    return true;
+}
+
+void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len)
+{
+    int16_t homes[CB_MAX_PAGE_GROUP];
+    if (m->c < 1 || m->c > CB_MAX_PAGE_GROUP || len != m->c * sizeof homes[0])
+        cb_die("node %d: malformed claim reply from node %d", cb.self, m->src);
+    memcpy(homes, p, len);
+    for (uint64_t i = 0; i < m->c; i++) {
+        uint64_t q = m->a + i;
+        /* a page lost before this reply was deferred is a copy already */
+        if (homes[i] != cb.self && cb_home_cached(q) == cb.self && !claim_lost(q, homes[i])) {
+            cb_defer(m, p, len);
+            return;
+        }
+    }
+    for (uint64_t i = 0; i < m->c; i++)
+        atomic_fetch_and(&cb.claim_pending[(m->a + i) / 64], ~(1ull << ((m->a + i) % 64)));
+    if (atomic_fetch_sub(&cb.claims_out, 1) == 1)
+        cb_futex_wake(&cb.claims_out);
+}
+
+void cb_homed_push(uint64_t p, uint32_t n)
+{
+    /* alone, none needed: the allocation was made by a run of one node,
+     * and a node attached later never claims its pages */
+    if (atomic_load(&cb.nnodes) == 1)
+        return;
+    cb_mutex_lock(&cb.homed_mu);
+    for (uint32_t i = 0; i < n && cb.nhomed < cb.npages; i++) /* full: all pages listed */
+        cb.homed[cb.homed_cur][cb.nhomed++] = (uint32_t)(p + i);
+    cb_mutex_unlock(&cb.homed_mu);
+}
+
+uint32_t cb_homed_take(uint32_t **list)
+{
+    cb_mutex_lock(&cb.homed_mu);
+    uint32_t n = cb.nhomed;
+    *list = cb.homed[cb.homed_cur];
+    cb.homed_cur ^= 1;
+    cb.nhomed = 0;
+    cb_mutex_unlock(&cb.homed_mu);
+    return n;
 }
 
 /* ---- moving a home ----
@@ -284,6 +497,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
         memcpy(cb_proto_page(p), data, cb.ps);
     }
     cb_home_set(p, cb.self);
+    cb_homed_push(p, 1); /* its data is not zero: no node that learns of it may claim it */
     if (acc != PG_NONE)
         cb_page_protect(p, 1, cb_page_prot(s));
     cb_page_unown(p, s | PG_SHARED); /* other nodes may hold copies */

@@ -115,6 +115,7 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
         if (w.value == PAGE_YOURS) { /* with the pages after it the directory gave us */
             *got = w.value3 >= 1 && w.value3 <= *got ? (uint32_t)w.value3 : 1;
             STAT_ADD(homes_owned, *got);
+            cb_claims_learn((uint64_t)w.value4);
             return home;
         }
         uint64_t rec = (uint64_t)(home + 1) << 32 | (uint32_t)w.value3;
@@ -311,13 +312,29 @@ int cb_fault(uint64_t p, bool write)
     if (home < 0 && (s & PG_ACC) == PG_NONE) {
         nnext = take_next(p, -1, next_state);
         got = 1 + nnext;
-        taken = runs = take_runs(p, -1, got, &stride, run_state);
-        home = fetch(p, -1, &got, stride, &runs);
-        fetched = home >= 0 && home != cb.self;
-        if (home < 0)
-            got = 1;
+        uint32_t claimed = cb_claim(p, got);
+        if (claimed) { /* homed here at once (directory.c) */
+            home = cb.self;
+            got = claimed;
+        } else {
+            taken = runs = take_runs(p, -1, got, &stride, run_state);
+            home = fetch(p, -1, &got, stride, &runs);
+            fetched = home >= 0 && home != cb.self;
+            if (home < 0)
+                got = 1;
+        }
     }
     bool is_home = home == cb.self;
+    /* a home page's first access here, and of the pages that come with
+     * it: noticed at the next release (directory.c: from then on it may
+     * hold data, and another node must not claim it), however this node
+     * learnt it was their home.  Not a shared one: it was served before
+     * any access here, and from then on its writes are noticed anyway. */
+    if (is_home && (s & PG_ACC) == PG_NONE && !(s & (PG_STACK | PG_SHARED)))
+        cb_homed_push(p, 1);
+    for (uint32_t i = 0; is_home && i + 1 < got; i++) /* never accessed: take_next */
+        if (!(next_state[i] & PG_SHARED))
+            cb_homed_push(p + 1 + i, 1);
     cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
     if (home >= 0 && st.act & ACT_FETCH && !fetched) {
         nnext = take_next(p, home, next_state);

@@ -56,6 +56,13 @@ void cb_gas_init(void)
     cb.moves = reserve(cb.ps); /* a page of its own: registered for remote reads */
     cb.sums = reserve(cb.npages * sizeof *cb.sums);
     cb.idle = reserve(cb.npages);
+    cb.claim_ok = reserve(cb.npages / 8 + 8);
+    cb.claim_astart = reserve(cb.npages / 8 + 8);
+    cb.claim_gstart = reserve(cb.npages / 8 + 8);
+    cb.claim_no = reserve(cb.npages / 8 + 8);
+    cb.claim_pending = reserve(cb.npages / 8 + 8);
+    cb.homed[0] = reserve(cb.npages * sizeof(uint32_t));
+    cb.homed[1] = reserve(cb.npages * sizeof(uint32_t));
     cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));
     cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));
     /* the upper half: one heap arena per possible node (the shim's malloc) */

@@ -277,14 +277,16 @@ void cb_release(void)
 {
     uint32_t *list;
     cb_mutex_lock(&cb.release_mu);
-    uint32_t n = cb_dirty_take(&list);
-    if (n == 0) {
+    cb_claims_wait(); /* a claim lost is a copy whose writes go in this release */
+    uint32_t *homed, n = cb_dirty_take(&list), nh = cb_homed_take(&homed);
+    if (n == 0 && nh == 0) {
         cb_mutex_unlock(&cb.release_mu);
         return;
     }
     cb_waiter_t *acks = cb_waiter_new();
     diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
-    uint32_t *pages = malloc(4 * (size_t)n), nw = 0; /* the interval's written pages */
+    /* the interval's written pages, and the pages it homed here */
+    uint32_t *pages = malloc(4 * ((size_t)n + nh)), nw = 0;
     if (!pages || !batch)
         cb_die("out of memory closing an interval");
     /* pages to write-protect (written home pages, copies no longer
@@ -359,6 +361,8 @@ void cb_release(void)
     }
     free(held);
     diff_send_all(batch, acks);
+    memcpy(pages + nw, homed, 4 * (size_t)nh); /* a page may be in both: noticed twice */
+    nw += nh;
     cb_waiter_wait_pending(acks);
     cb_waiter_free(acks);
     if (nw == 0) {
@@ -456,6 +460,10 @@ void cb_acquire(const uint32_t *target)
         applied[m] = target[m];
     }
     cb_mutex_unlock(&log_mu);
+    /* no claim here of a page written before (directory.c); claims in
+     * flight answered first: one lost is a copy these notices may name */
+    cb_claims_forbid(pages, np);
+    cb_claims_wait();
 
     /* in page order, once each: neighbours share a protection change, and
      * a page is owned once while its run waits */
@@ -552,7 +560,7 @@ static bool run_ours(uint64_t q, uint64_t n)
     if (q + n > cb.npages)
         return false;
     for (uint64_t i = 0; i < n; i++)
-        if (cb_home_cached(q + i) != cb.self)
+        if (cb_home_cached(q + i) != cb.self || cb_claim_pending(q + i))
             return false;
     for (uint64_t i = 0; i < n; i++)
         if (!share(q + i))
@@ -584,7 +592,8 @@ void cb_on_fetch(const cb_msg_t *m)
     }
     /* the pages after it that the requester can take, while they are ours */
     uint64_t n = 1;
-    while (n < m->c && p + n < cb.npages && cb_home_cached(p + n) == cb.self && share(p + n))
+    while (n < m->c && p + n < cb.npages && cb_home_cached(p + n) == cb.self &&
+           !cb_claim_pending(p + n) && share(p + n))
         n++;
     /* a strided fetch: the whole runs ahead, as far as they are ours */
     uint64_t runs = 1, want = m->d & 0xffff, stride = m->d >> 16;

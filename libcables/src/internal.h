@@ -53,7 +53,7 @@ typedef struct cb_waiter {
     struct cb_waiter *next;   /* for the queues of lock.c */
     _Alignas(8) uint8_t op[96]; /* cb_call's message, for the comm thread */
     _Atomic uint32_t done;
-    int64_t value, value2, value3; /* a reply's scalars (its a, b and c) */
+    int64_t value, value2, value3, value4; /* a reply's scalars (its a, b, c and d) */
     void *data;          /* reply payload, malloc'd by the comm thread */
     size_t len;
     void *dst;           /* where a page reply is copied (fault path) */
@@ -100,6 +100,7 @@ enum cb_msg_type {
     M_LOCK_BUSY, M_PLACE, M_THREAD_GONE, M_THREADS_IDLE, M_DETACH, M_CANCEL, M_KEY,
     M_HEAP_FREE, M_TABLE_ACK, M_ATTACH_FAILED,
     M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH, M_KEYS,
+    M_CLAIM, M_CLAIM_REPLY,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -111,7 +112,9 @@ enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2, FETCH_HOW = 3, F
  * at a + i * stride, i < runs, as the home has (whole runs, in order) */
 /* M_PAGE a: what the answer is (b: the home; c: with PAGE_YOURS how many
  * pages, with PAGE_DATA the home's move epoch; d: with PAGE_DATA how many
- * runs the payload holds, each of the same length, 0 meaning one).
+ * runs the payload holds, each of the same length, 0 meaning one; with
+ * PAGE_YOURS the first-touch allocation the requester may claim pages of
+ * itself, first | end << 32, or 0).
  * PAGE_SHARED answers FETCH_NO_DATA: c = the home's move epoch (low 32
  * bits) | pages per run << 32 | runs << 48, no payload */
 enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3, PAGE_SHARED = 4 };
@@ -229,6 +232,27 @@ void cb_on_move_page(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_move_done(const cb_msg_t *m);
 /* master: record allocation range with its policy */
 void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node);
+/* Local claims (first touch without asking the directory first).  Fault
+ * path: of p and the got - 1 pages after it (owned, home unknown, never
+ * accessed here), how many this node homes now, telling the directory
+ * after (0: ask it); cb_claims_learn: the pages [first, end) of a
+ * first-touch allocation may be claimed so (a PAGE_YOURS reply's d). */
+uint32_t cb_claim(uint64_t p, uint32_t got);
+void cb_claims_learn(uint64_t range);
+/* Acquire: the noticed pages are never claimed here (written elsewhere
+ * before this acquire: their data is not zero), and the claims in flight
+ * are answered (cb_claims_wait) before the notices are applied; a release
+ * waits for them too (a claim refused makes the page a copy, its writes
+ * here a diff for the next release). */
+void cb_claims_forbid(const uint32_t *pages, size_t n);
+void cb_claims_wait(void);
+/* pages this node became home of: noticed at its next release, so that a
+ * node that acquires after it never claims them (their data is not zero) */
+void cb_homed_push(uint64_t p, uint32_t n);
+uint32_t cb_homed_take(uint32_t **list); /* swap lists; caller holds release_mu */
+bool cb_claim_pending(uint64_t p);
+void cb_on_claim(const cb_msg_t *m);
+void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len);
 
 /* stack.c: run fn(arg) on a stack in the GAS of size bytes (0: the
  * default), until fn returns, calls pthread_exit (*exited) or is cancelled */
@@ -384,6 +408,15 @@ typedef struct {
     _Atomic uint8_t *hot;
     _Atomic uint64_t *moves; /* this node's move epoch: + 1 at each page moving in or out */
     uint8_t *idle;          /* idle grace of each written page (hlrc.c) */
+    /* local claims (directory.c): bitmaps of the pages of first-touch
+     * allocations this node may claim, of their first pages, of their page
+     * groups' first pages, and of pages noticed (never claimed); claims
+     * not answered yet */
+    _Atomic uint64_t *claim_ok, *claim_astart, *claim_gstart, *claim_no;
+    _Atomic uint64_t *claim_pending; /* claimed, not answered: never served with another */
+    _Atomic uint32_t claims_out;
+    cb_mutex_t homed_mu;
+    uint32_t *homed[2], nhomed, homed_cur; /* homes gained since the last release */
     uint64_t *sums;         /* checksum of each shared stack page at its last release */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */

@@ -84,6 +84,8 @@ typedef struct {
     int refresh;          /* acquires that refresh in place a copy read again after an
                              invalidation (0: always invalidate) */
     bool bind;            /* node processes sharing a machine get its CPUs in equal shares */
+    bool claim_local;     /* a first touch homes the page here at once, telling the directory
+                             after (false: it asks first) */
 } cb_config_t;
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);

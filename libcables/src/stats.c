@@ -129,7 +129,8 @@ void cables_stats_print(void)
         "pages fetched=%llu in %llu fetches (avg %.1f us, %llu by remote read) | written ahead=%llu | twins=%llu diffs sent=%llu bytes=%llu applied=%llu | "
         "write notices made=%llu received=%llu invalidations=%llu refreshed=%llu | "
         "locks=%llu remote=%llu wait=%.3f ms | barriers=%llu wait=%.3f ms | "
-        "homes owned=%llu moved=%llu misplaced=%llu dir lookups=%llu | msgs=%llu bytes=%llu | "
+        "homes owned=%llu moved=%llu misplaced=%llu dir lookups=%llu claimed=%llu lost=%llu | "
+        "msgs=%llu bytes=%llu | "
         "memory=%zu KiB%s\n",
         cb.self, (unsigned long long)s.read_faults, (unsigned long long)s.write_faults,
         (unsigned long long)s.home_faults, (unsigned long long)s.pages_fetched,
@@ -145,7 +146,8 @@ void cables_stats_print(void)
         (unsigned long long)s.barriers, s.barrier_wait_ns / 1e6,
         (unsigned long long)s.homes_owned, (unsigned long long)s.homes_moved,
         (unsigned long long)s.misplaced_pages,
-        (unsigned long long)s.dir_lookups, (unsigned long long)s.msgs_sent,
+        (unsigned long long)s.dir_lookups, (unsigned long long)s.homes_claimed,
+        (unsigned long long)s.claims_lost, (unsigned long long)s.msgs_sent,
         (unsigned long long)s.bytes_sent, cables_memory_used() / 1024, nodes);
     if (write(2, b, (size_t)n) < 0) {}
 }

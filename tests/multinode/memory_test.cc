@@ -31,15 +31,50 @@ TEST_P(FirstTouch, OwnBlockHomedLocallyWithoutFetches)
 // in one directory lookup after 3 pages (sweep_touch.c: 6-7 lookups for 43
 // pages, 29 page by page); blocks of 2 and 8 pages written by alternating
 // nodes (LU's) are each homed on their writer all the same.
+// With local claims (the default) a node sweeps as the directory does,
+// and asks it at its first touch of the allocation only (2 lookups: that
+// one and the page of the program's shared struct).
 TEST_P(FirstTouch, MidGroupSweepTakesGroupsAlternatingBlocksStayPerPage)
 {
     const Cfg c = GetParam();
-    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("sweep_touch"), {},
-                              { { "CABLES_PAGE_GROUP", "16" } });
-    MN_EXPECT_RUN_OK(res, r);
-    EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
-    if (c.nodes > 1) {
-        EXPECT_LE(mn::get_ll(r, "lookups"), 8) << res.describe();
+    for (const std::string how : { "directory", "local" }) {
+        SCOPED_TRACE("CABLES_CLAIM=" + how);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("sweep_touch"), {},
+                                  { { "CABLES_PAGE_GROUP", "16" }, { "CABLES_CLAIM", how } });
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad_homes"), 0) << res.describe();
+        if (c.nodes > 1) {
+            EXPECT_LE(mn::get_ll(r, "lookups"), how == "local" ? 2 : 8) << res.describe();
+        }
+    }
+}
+
+// A first touch in a first-touch allocation the node touched before is
+// homed there at once, and the directory told after (claim_race.c).  A
+// node never claims a page that another homed and wrote before its
+// acquire: it reads that node's words, not zeros.  Of two nodes writing
+// the same fresh pages at once, the one whose claims came second (lost)
+// has its writes made diffs to the other: no word is lost either way.
+// CABLES_CLAIM=directory claims nothing and gets the same words.
+TEST_P(FirstTouch, LocalClaimsSeeEarlierWritesAndLoseNoWrites)
+{
+    const Cfg c = GetParam();
+    for (const std::string how : { "local", "directory" }) {
+        SCOPED_TRACE("CABLES_CLAIM=" + how);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("claim_race"), {},
+                                  { { "CABLES_CLAIM", how } });
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad_seen"), 0) << res.describe();
+        EXPECT_EQ(mn::get_ll(r, "bad_race"), 0) << res.describe();
+        if (how == "directory") {
+            EXPECT_EQ(mn::get_ll(r, "claimed"), 0) << res.describe();
+            EXPECT_EQ(mn::get_ll(r, "lost"), 0) << res.describe();
+            continue;
+        }
+        EXPECT_GE(mn::get_ll(r, "claimed"), 32) << res.describe();
+        if (c.nodes > 1) {
+            EXPECT_GE(mn::get_ll(r, "lost"), 1) << res.describe();
+        }
     }
 }
 

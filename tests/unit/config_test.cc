@@ -83,7 +83,7 @@ protected:
                                             "CABLES_HOME_POLICY", "CABLES_STATS",
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
                                             "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
-                                            "CABLES_FETCH"};
+                                            "CABLES_FETCH", "CABLES_CLAIM"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -112,6 +112,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_EQ(c.refresh, 8);
     EXPECT_TRUE(c.bind);
     EXPECT_TRUE(c.fetch_get);
+    EXPECT_TRUE(c.claim_local);
 }
 
 TEST_F(ConfigLoad, GoodValues)
@@ -126,7 +127,9 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_REFRESH", "0", 1);
     setenv("CABLES_BIND", "none", 1);
     setenv("CABLES_FETCH", "msg", 1);
+    setenv("CABLES_CLAIM", "directory", 1);
     cb_config_t c = Load();
+    EXPECT_FALSE(c.claim_local);
     EXPECT_EQ(c.refresh, 0);
     EXPECT_FALSE(c.bind);
     EXPECT_FALSE(c.fetch_get);
@@ -143,7 +146,9 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_HOME_POLICY", "round-robin", 1);
     setenv("CABLES_BIND", "auto", 1);
     setenv("CABLES_FETCH", "get", 1);
+    setenv("CABLES_CLAIM", "local", 1);
     c = Load();
+    EXPECT_TRUE(c.claim_local);
     EXPECT_TRUE(c.bind);
     EXPECT_TRUE(c.fetch_get);
     EXPECT_FALSE(c.stats);
@@ -170,6 +175,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_REFRESH", "256"},      {"CABLES_REFRESH", "-1"},
         {"CABLES_BIND", "core"},        {"CABLES_BIND", "yes"},
         {"CABLES_FETCH", "rma"},        {"CABLES_FETCH", "getmsg"},
+        {"CABLES_CLAIM", "dir"},        {"CABLES_CLAIM", "1"},
     };
     for (auto &b : bad) {
         SetUp();
