@@ -248,10 +248,15 @@ void cb_claims_forbid(const uint32_t *pages, size_t n)
     atomic_thread_fence(memory_order_seq_cst); /* before cb_claims_wait reads claims_out */
 }
 
+/* Under release_mu (one caller at a time).  New claims wait meanwhile (they
+ * ask the directory), or a thread sweeping an array would keep claims in
+ * flight, and this waiting, as long as its sweep lasts. */
 void cb_claims_wait(void)
 {
+    atomic_store(&cb.claims_drain, true);
     for (uint32_t v; (v = atomic_load(&cb.claims_out)) != 0;)
         cb_futex_wait(&cb.claims_out, v);
+    atomic_store(&cb.claims_drain, false);
 }
 
 /* A page claimed here whose answer has not come may be another node's:
@@ -271,7 +276,7 @@ static bool claimable(uint64_t q)
 
 uint32_t cb_claim(uint64_t p, uint32_t got)
 {
-    if (!claimable(p))
+    if (!claimable(p) || atomic_load(&cb.comm_down)) /* the latter: fetch() says why */
         return 0;
     /* as the directory sweeps (cb_on_fetch_dir): the rest of p's group
      * when the whole group before it is ours, or a run of SWEEP_RUN of
@@ -291,9 +296,13 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
     if (sweep || run)
         while (n < got && p + n < first + g && claimable(p + n))
             n++;
-    /* against an acquire marking these pages meanwhile: it marks, then
-     * reads claims_out; we count the claim, then read the marks */
+    /* against an acquire marking these pages meanwhile (it marks, then
+     * reads claims_out; we count the claim, then read the marks), and
+     * against a release or acquire draining the claims (it sets
+     * claims_drain, then reads claims_out): this fault asks the directory */
     atomic_fetch_add(&cb.claims_out, 1);
+    if (atomic_load(&cb.claims_drain))
+        n = 0;
     for (uint32_t i = 0; i < n; i++)
         if (bit(cb.claim_no, p + i)) {
             n = i;
@@ -352,7 +361,7 @@ static bool claim_lost(uint64_t q, int home)
     if ((s & PG_ACC) != PG_NONE) {
         next = PG_LISTED | PG_RW; /* claimed pages are opened for writing */
         if (!(s & PG_LISTED))
-            cb_dirty_push(q);
+            cb_plist_push(&cb.dirty, q);
     }
     cb_page_unown(q, next);
     STAT_ADD(claims_lost, 1);
@@ -380,27 +389,12 @@ void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len)
         cb_futex_wake(&cb.claims_out);
 }
 
-void cb_homed_push(uint64_t p, uint32_t n)
+void cb_homed_push(uint64_t p)
 {
     /* alone, none needed: the allocation was made by a run of one node,
      * and a node attached later never claims its pages */
-    if (atomic_load(&cb.nnodes) == 1)
-        return;
-    cb_mutex_lock(&cb.homed_mu);
-    for (uint32_t i = 0; i < n && cb.nhomed < cb.npages; i++) /* full: all pages listed */
-        cb.homed[cb.homed_cur][cb.nhomed++] = (uint32_t)(p + i);
-    cb_mutex_unlock(&cb.homed_mu);
-}
-
-uint32_t cb_homed_take(uint32_t **list)
-{
-    cb_mutex_lock(&cb.homed_mu);
-    uint32_t n = cb.nhomed;
-    *list = cb.homed[cb.homed_cur];
-    cb.homed_cur ^= 1;
-    cb.nhomed = 0;
-    cb_mutex_unlock(&cb.homed_mu);
-    return n;
+    if (atomic_load(&cb.nnodes) > 1)
+        cb_plist_push(&cb.homed, p);
 }
 
 /* ---- moving a home ----
@@ -476,8 +470,8 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
     /* our diffs still on their way to the old home may belong to this page
      * and would land after our newer writes: wait for them (cb_on_diff
      * applies those that come back to this message's page) */
-    if (atomic_load(&cb.diffs_out) || !cb_page_try_own(p, &s)) {
-        cb_defer(m, data, len);
+    if (atomic_load(&cb.diffs_out) || cb_claim_pending(p) || !cb_page_try_own(p, &s)) {
+        cb_defer(m, data, len); /* a claim pending: its answer may make the page a copy */
         return;
     }
     uint32_t acc = s & PG_ACC;
@@ -497,7 +491,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
         memcpy(cb_proto_page(p), data, cb.ps);
     }
     cb_home_set(p, cb.self);
-    cb_homed_push(p, 1); /* its data is not zero: no node that learns of it may claim it */
+    cb_homed_push(p); /* its data is not zero: no node that learns of it may claim it */
     if (acc != PG_NONE)
         cb_page_protect(p, 1, cb_page_prot(s));
     cb_page_unown(p, s | PG_SHARED); /* other nodes may hold copies */

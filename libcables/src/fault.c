@@ -1,9 +1,11 @@
 /* fault.c: the fault path.  A SIGSEGV in the application view becomes a
  * protocol event of the page state machine.  It takes no lock that the
- * interrupted code may hold (no malloc, no stdio): it owns the page through
- * its state word, hands remote work to the communication thread and sleeps
- * until that is done.  Other threads faulting on the same page sleep on the
- * same word: one fetch serves them all. */
+ * interrupted code may hold (no stdio; libc's malloc only for a claim's
+ * message, and libc's allocator never touches shared memory, so no fault
+ * interrupts it: the application's malloc is the shim's): it owns the
+ * page through its state word, hands remote work to the communication
+ * thread and sleeps until that is done.  Other threads faulting on the
+ * same page sleep on the same word: one fetch serves them all. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -295,7 +297,7 @@ static uint32_t open_near(uint64_t p, int dir, uint32_t *next, uint32_t *opened)
         if (twinned >> i & 1) {
             uint64_t q = p + (uint64_t)dir * (i + 1);
             memcpy(cb_twin(q), cb_proto_page(q), cb.ps);
-            cb_dirty_push(q);
+            cb_plist_push(&cb.dirty, q);
             ++*opened;
         }
     return k;
@@ -330,11 +332,11 @@ int cb_fault(uint64_t p, bool write)
      * hold data, and another node must not claim it), however this node
      * learnt it was their home.  Not a shared one: it was served before
      * any access here, and from then on its writes are noticed anyway. */
-    if (is_home && (s & PG_ACC) == PG_NONE && !(s & (PG_STACK | PG_SHARED)))
-        cb_homed_push(p, 1);
-    for (uint32_t i = 0; is_home && i + 1 < got; i++) /* never accessed: take_next */
-        if (!(next_state[i] & PG_SHARED))
-            cb_homed_push(p + 1 + i, 1);
+    for (uint32_t i = 0; is_home && i < got; i++) {
+        uint32_t si = i ? next_state[i - 1] : s; /* those after p: never accessed (take_next) */
+        if ((si & PG_ACC) == PG_NONE && !(si & (PG_STACK | PG_SHARED)))
+            cb_homed_push(p + i);
+    }
     cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
     if (home >= 0 && st.act & ACT_FETCH && !fetched) {
         nnext = take_next(p, home, next_state);
@@ -368,7 +370,7 @@ int cb_fault(uint64_t p, bool write)
             twinned++;
         }
         if (x.act & ACT_LIST)
-            cb_dirty_push(p + 1 + i);
+            cb_plist_push(&cb.dirty, p + 1 + i);
     }
     STAT_ADD(written_ahead, twinned);
     if (home >= 0 && st.act & ACT_TWIN) {
@@ -405,7 +407,7 @@ int cb_fault(uint64_t p, bool write)
         return -1;
     }
     if (st.act & ACT_LIST)
-        cb_dirty_push(p);
+        cb_plist_push(&cb.dirty, p);
     if (st.act & ACT_PROTECT && is_home && write && s & PG_SHARED) {
         int dir = p > 0 && p + 1 < cb.npages && cb_home_cached(p + 1) == cb.self &&
                   (atomic_load(&cb.pst[p + 1]) & PG_ACC) == PG_RW ? -1 : 1;

@@ -61,10 +61,10 @@ void cb_gas_init(void)
     cb.claim_gstart = reserve(cb.npages / 8 + 8);
     cb.claim_no = reserve(cb.npages / 8 + 8);
     cb.claim_pending = reserve(cb.npages / 8 + 8);
-    cb.homed[0] = reserve(cb.npages * sizeof(uint32_t));
-    cb.homed[1] = reserve(cb.npages * sizeof(uint32_t));
-    cb.dirty[0] = reserve(cb.npages * sizeof(uint32_t));
-    cb.dirty[1] = reserve(cb.npages * sizeof(uint32_t));
+    for (int i = 0; i < 2; i++) {
+        cb.dirty.list[i] = reserve(cb.npages * sizeof(uint32_t));
+        cb.homed.list[i] = reserve(cb.npages * sizeof(uint32_t));
+    }
     /* the upper half: one heap arena per possible node (the shim's malloc) */
     cb.heap_pages = cb.npages / 2 / CB_MAX_NODES;
     cb.heap_first = cb.npages - cb.heap_pages * CB_MAX_NODES;
@@ -185,21 +185,24 @@ uint8_t *cb_twin(uint64_t p)
     return cb.twins + k * cb.ps;
 }
 
-void cb_dirty_push(uint64_t p)
+void cb_plist_push(cb_plist_t *l, uint64_t p)
 {
-    cb_mutex_lock(&cb.dirty_mu);
-    cb.dirty[cb.dirty_cur][cb.ndirty++] = (uint32_t)p;
-    cb_mutex_unlock(&cb.dirty_mu);
+    cb_mutex_lock(&l->mu);
+    if (l->n == cb.npages) /* a page is listed once an interval (homes: once a move) */
+        cb_die("node %d: a page list of %llu entries is full (protocol error)", cb.self,
+               (unsigned long long)cb.npages);
+    l->list[l->cur][l->n++] = (uint32_t)p;
+    cb_mutex_unlock(&l->mu);
 }
 
-uint32_t cb_dirty_take(uint32_t **list)
+uint32_t cb_plist_take(cb_plist_t *l, uint32_t **list)
 {
-    cb_mutex_lock(&cb.dirty_mu);
-    uint32_t n = cb.ndirty;
-    *list = cb.dirty[cb.dirty_cur];
-    cb.dirty_cur ^= 1;
-    cb.ndirty = 0;
-    cb_mutex_unlock(&cb.dirty_mu);
+    cb_mutex_lock(&l->mu);
+    uint32_t n = l->n;
+    *list = l->list[l->cur];
+    l->cur ^= 1;
+    l->n = 0;
+    cb_mutex_unlock(&l->mu);
     return n;
 }
 

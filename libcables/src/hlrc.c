@@ -238,7 +238,7 @@ static bool idle_kept(uint64_t p, uint32_t next)
     unsigned b = cb.idle[p], level = b >> 5 & 3;
     if ((b & IDLE_COUNT) + 1 < (unsigned)IDLE_GRACE << level) {
         cb.idle[p] = (uint8_t)(b + 1);
-        cb_dirty_push(p);
+        cb_plist_push(&cb.dirty, p);
         cb_page_unown(p, next);
         return true;
     }
@@ -278,7 +278,7 @@ void cb_release(void)
     uint32_t *list;
     cb_mutex_lock(&cb.release_mu);
     cb_claims_wait(); /* a claim lost is a copy whose writes go in this release */
-    uint32_t *homed, n = cb_dirty_take(&list), nh = cb_homed_take(&homed);
+    uint32_t *homed, n = cb_plist_take(&cb.dirty, &list), nh = cb_plist_take(&cb.homed, &homed);
     if (n == 0 && nh == 0) {
         cb_mutex_unlock(&cb.release_mu);
         return;
@@ -314,7 +314,7 @@ void cb_release(void)
                 continue;
             }
             idle_written(p);
-            cb_dirty_push(p);
+            cb_plist_push(&cb.dirty, p);
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);
             cb_page_unown(p, st.next);
@@ -335,7 +335,7 @@ void cb_release(void)
         if (s & PG_STACK && home == cb.self)
             written = stack_page_changed(p);
         if (st.act & ACT_LIST)
-            cb_dirty_push(p); /* still written: next interval's list */
+            cb_plist_push(&cb.dirty, p); /* still written: next interval's list */
         if (written)
             pages[nw++] = (uint32_t)p;
         if (written && home == cb.self)
@@ -549,7 +549,7 @@ static bool share(uint64_t p)
     if (st.act & ACT_TWIN)
         cb_twin_take(p);
     if (st.act & ACT_LIST)
-        cb_dirty_push(p);
+        cb_plist_push(&cb.dirty, p);
     cb_page_unown(p, st.next);
     return true;
 }

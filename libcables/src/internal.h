@@ -211,14 +211,18 @@ uint32_t cb_page_own(uint64_t p);
 bool cb_page_try_own(uint64_t p, uint32_t *state); /* comm thread: never waits */
 void cb_page_unown(uint64_t p, uint32_t state);
 void cb_page_protect(uint64_t p, uint64_t n, int prot); /* dies on map-count limit */
-void cb_dirty_push(uint64_t p);
+/* A list of pages gathered through an interval (written pages, homes
+ * gained), taken whole by the release (which holds release_mu), two lists
+ * swapped so that pushes go on meanwhile.  Each list holds npages. */
+typedef struct { cb_mutex_t mu; uint32_t *list[2]; uint32_t n, cur; } cb_plist_t;
+void cb_plist_push(cb_plist_t *l, uint64_t p);
+uint32_t cb_plist_take(cb_plist_t *l, uint32_t **list);
 void cb_populate(void *addr, size_t len, bool write); /* map now, not page by page */
 /* many pages' protection changes, one mprotect per run (gas.c); the
  * pages stay owned until the run is ended */
 typedef struct { uint64_t first, n; int prot; } cb_prot_run_t;
 void cb_prot_run(cb_prot_run_t *r, uint64_t p, int prot); /* add p, or end the run and start one */
 void cb_prot_run_end(cb_prot_run_t *r);
-uint32_t cb_dirty_take(uint32_t **list); /* swap lists; caller holds release_mu */
 /* comm-thread handlers for allocation */
 void cb_on_alloc(const cb_msg_t *m);
 void cb_on_free(const cb_msg_t *m);
@@ -248,8 +252,7 @@ void cb_claims_forbid(const uint32_t *pages, size_t n);
 void cb_claims_wait(void);
 /* pages this node became home of: noticed at its next release, so that a
  * node that acquires after it never claims them (their data is not zero) */
-void cb_homed_push(uint64_t p, uint32_t n);
-uint32_t cb_homed_take(uint32_t **list); /* swap lists; caller holds release_mu */
+void cb_homed_push(uint64_t p);
 bool cb_claim_pending(uint64_t p);
 void cb_on_claim(const cb_msg_t *m);
 void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len);
@@ -415,14 +418,12 @@ typedef struct {
     _Atomic uint64_t *claim_ok, *claim_astart, *claim_gstart, *claim_no;
     _Atomic uint64_t *claim_pending; /* claimed, not answered: never served with another */
     _Atomic uint32_t claims_out;
-    cb_mutex_t homed_mu;
-    uint32_t *homed[2], nhomed, homed_cur; /* homes gained since the last release */
+    _Atomic bool claims_drain; /* a release or acquire waits for claims_out to be 0 */
+    cb_plist_t homed;       /* homes gained since the last release (directory.c) */
     uint64_t *sums;         /* checksum of each shared stack page at its last release */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */
-    cb_mutex_t dirty_mu;
-    uint32_t *dirty[2];
-    uint32_t ndirty, dirty_cur;
+    cb_plist_t dirty;      /* the interval's written pages */
     /* node table */
     pid_t pids[CB_MAX_NODES];
     char hosts[CB_MAX_NODES][64];

@@ -452,8 +452,9 @@ void cb_on_leave(const cb_msg_t *m)
 {
     atomic_store(&cb.stopping, true); /* nobody watches us any more, nor we them */
     static int64_t sent;
-    int64_t n = atomic_load(&cb.diffs_out) ? -1 : cb_homes_hand_over();
-    if (n < 0) { /* diffs of ours on their way, or a page busy: later */
+    int64_t n = atomic_load(&cb.diffs_out) || atomic_load(&cb.claims_out) ? -1
+                                                                        : cb_homes_hand_over();
+    if (n < 0) { /* diffs or claims of ours on their way, or a page busy: later */
         cb_defer(m, NULL, 0);
         return;
     }
