@@ -118,6 +118,64 @@ static void moving_start(uint64_t p, int to)
     HASH_ADD(hh, moving, page, sizeof x->page, x);
 }
 
+static bool bit(_Atomic uint64_t *b, uint64_t p)
+{
+    return atomic_load(&b[p / 64]) >> (p % 64) & 1;
+}
+
+static void bit_set(_Atomic uint64_t *b, uint64_t p)
+{
+    if (!bit(b, p))
+        atomic_fetch_or(&b[p / 64], 1ull << (p % 64));
+}
+
+static void bit_clear(_Atomic uint64_t *b, uint64_t p)
+{
+    atomic_fetch_and(&b[p / 64], ~(1ull << (p % 64)));
+}
+
+/* Sweeps.  A first touch of page p, in the aligned CABLES_PAGE_GROUP
+ * [first, first + g) of its allocation, homes more of the group when its
+ * toucher (node) is sweeping: the whole group before it is the toucher's
+ * (SWEEP_GROUP: the whole group), or at least SWEEP_RUN pages just before
+ * p are, in a run that began mid-group (SWEEP_REST: the rest of the group
+ * from p: each node's part of a RADIX bucket begins anywhere).  A run
+ * from a group's start may be an aligned block of one owner, its
+ * neighbour in the group another's (LU's 8-page blocks); data whose
+ * owners alternate at a finer grain (LU's 2-page blocks) keeps per-page
+ * first touch.  Told by the directory (al, d: p's allocation and the
+ * directory) or by the toucher itself (al and d NULL: its allocation
+ * starts and cached homes, directory.c's local claims). */
+enum sweep { SWEEP_NONE, SWEEP_REST, SWEEP_GROUP };
+
+static bool alloc_start(uint64_t q, const cb_alloc_t *al)
+{
+    return al ? q == al->first : bit(cb.claim_astart, q);
+}
+
+static bool toucher_homes(uint64_t q, const int16_t *d, int node)
+{
+    return d ? d[q] == node + 1 : cb_home_cached(q) == node;
+}
+
+static enum sweep sweeping(uint64_t p, uint64_t first, const cb_alloc_t *al, const int16_t *d,
+                           int node)
+{
+    enum { SWEEP_RUN = 3 };
+    uint64_t g = (uint64_t)cb.cfg.page_group;
+    if (g == 1)
+        return SWEEP_NONE;
+    bool whole = !alloc_start(first, al); /* there is a group before it */
+    for (uint64_t q = first - g; whole && q < first; q++)
+        whole = toucher_homes(q, d, node);
+    if (whole)
+        return SWEEP_GROUP;
+    uint64_t s = p; /* the toucher's run before p begins at s (first: at the group's start) */
+    while (!alloc_start(s, al) && p - s < g && toucher_homes(s - 1, d, node))
+        s--;
+    return p - s >= SWEEP_RUN && (p - s >= g || s != first) ? SWEEP_REST : SWEEP_NONE;
+}
+
 /* M_FETCH via the directory (at the master): answer, or pass the request
  * to the home, which answers the requester directly. */
 void cb_on_fetch_dir(const cb_msg_t *m)
@@ -131,28 +189,12 @@ void cb_on_fetch_dir(const cb_msg_t *m)
         return;
     }
     if (d[p] == 0) {
-        /* a first touch homes the page; when the toucher is sweeping, it
-         * homes the pages of this group that have no home yet too: one
-         * fault then maps the group.  Sweeping: the whole aligned
-         * CABLES_PAGE_GROUP before this page's group is its own (then the
-         * whole group), or at least SWEEP_RUN pages just before this one
-         * are, in a run that began mid-group (then the rest of the group:
-         * each node's part of a RADIX bucket begins anywhere).  A run from
-         * a group's start may be an aligned block of one owner, its
-         * neighbour in the group another's (LU's 8-page blocks); data
-         * whose owners alternate at a finer grain (LU's 2-page blocks)
-         * keeps per-page first touch. */
-        enum { SWEEP_RUN = 3 };
+        /* a first touch homes the page, and the pages of its group that
+         * have no home yet when the toucher is sweeping (sweeping()) */
         uint64_t g = (uint64_t)cb.cfg.page_group, first = al->first + (p - al->first) / g * g;
         uint64_t end = first + g < al->first + al->npages ? first + g : al->first + al->npages;
-        bool sweep = g > 1 && first >= al->first + g;
-        for (uint64_t q = first - g; sweep && q < first; q++)
-            sweep = d[q] == m->src + 1;
-        uint64_t s = p; /* the toucher's run before p begins at s */
-        while (s > al->first && p - s < g && d[s - 1] == m->src + 1)
-            s--;
-        bool run = g > 1 && p - s >= SWEEP_RUN && (p - s >= g || (s - al->first) % g);
-        uint64_t from = sweep ? first : p, to = sweep || run ? end : p + 1;
+        enum sweep sw = sweeping(p, first, al, d, m->src);
+        uint64_t from = sw == SWEEP_GROUP ? first : p, to = sw != SWEEP_NONE ? end : p + 1;
         for (uint64_t q = from; q < to; q++)
             if (d[q] == 0 && !moving_find(q))
                 d[q] = (int16_t)(place(al, q, m->src) + 1);
@@ -212,17 +254,6 @@ int cables_home_of(const void *addr)
  * before a later claim could be made (cb_claims_forbid), and waits for
  * the claims in flight (a claim refused then is a copy the notice
  * invalidates). */
-static bool bit(_Atomic uint64_t *b, uint64_t p)
-{
-    return atomic_load(&b[p / 64]) >> (p % 64) & 1;
-}
-
-static void bit_set(_Atomic uint64_t *b, uint64_t p)
-{
-    if (!bit(b, p))
-        atomic_fetch_or(&b[p / 64], 1ull << (p % 64));
-}
-
 void cb_claims_learn(uint64_t range)
 {
     uint64_t first = range & UINT32_MAX, end = range >> 32, g = (uint64_t)cb.cfg.page_group;
@@ -278,22 +309,12 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
 {
     if (!claimable(p) || atomic_load(&cb.comm_down)) /* the latter: fetch() says why */
         return 0;
-    /* as the directory sweeps (cb_on_fetch_dir): the rest of p's group
-     * when the whole group before it is ours, or a run of SWEEP_RUN of
-     * ours ends at p that began mid-group; else p alone */
-    enum { SWEEP_RUN = 3 };
+    /* as the directory sweeps, the pages of p's group from p on */
     uint64_t g = (uint64_t)cb.cfg.page_group, first = p;
     while (!bit(cb.claim_gstart, first) && p - first < g)
         first--;
-    bool sweep = g > 1 && !bit(cb.claim_astart, first); /* a group before it, in its allocation */
-    for (uint64_t q = first - g; sweep && q < first; q++)
-        sweep = cb_home_cached(q) == cb.self;
-    uint64_t s = p;
-    while (!bit(cb.claim_astart, s) && p - s < g && cb_home_cached(s - 1) == cb.self)
-        s--;
-    bool run = g > 1 && p - s >= SWEEP_RUN && (p - s >= g || !bit(cb.claim_gstart, s));
     uint32_t n = 1;
-    if (sweep || run)
+    if (sweeping(p, first, NULL, NULL, cb.self) != SWEEP_NONE)
         while (n < got && p + n < first + g && claimable(p + n))
             n++;
     /* against an acquire marking these pages meanwhile (it marks, then
@@ -384,7 +405,7 @@ void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len)
         }
     }
     for (uint64_t i = 0; i < m->c; i++)
-        atomic_fetch_and(&cb.claim_pending[(m->a + i) / 64], ~(1ull << ((m->a + i) % 64)));
+        bit_clear(cb.claim_pending, m->a + i);
     if (atomic_fetch_sub(&cb.claims_out, 1) == 1)
         cb_futex_wake(&cb.claims_out);
 }
