@@ -2,7 +2,7 @@
 # Installs every build and test dependency from Debian's packages (idempotent).
 set -euo pipefail
 pkgs=(build-essential pkg-config m4 libucx-dev ucx-utils libopenmpi-dev openmpi-bin
-      libnuma-dev libmemkind-dev libgtest-dev libgmock-dev uthash-dev procps util-linux)
+      libnuma-dev libmemkind-dev libgtest-dev libgmock-dev uthash-dev libxxhash-dev procps util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

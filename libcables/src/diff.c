@@ -119,22 +119,6 @@ size_t cb_diff_encode_refresh(const uint8_t *page, uint8_t *twin, size_t size, u
     return encode(page, twin, size, out, true);
 }
 
-bool cb_twin_refresh(const uint8_t *page, uint8_t *twin, size_t size)
-{
-    if (!memcmp(page, twin, size))
-        return false; /* a write racing the comparison shows at the next one */
-    bool changed = false;
-    for (size_t i = 0; i < size; i += 8) { /* each word read once, as encode() */
-        uint64_t v = __atomic_load_n((const uint64_t *)(page + i), __ATOMIC_RELAXED), t;
-        memcpy(&t, twin + i, 8);
-        if (v != t) {
-            memcpy(twin + i, &v, 8);
-            changed = true;
-        }
-    }
-    return changed;
-}
-
 /* Every record is checked before any of its bytes is written. */
 int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len)
 {

@@ -118,22 +118,6 @@ static void moving_start(uint64_t p, int to)
     HASH_ADD(hh, moving, page, sizeof x->page, x);
 }
 
-static bool bit(_Atomic uint64_t *b, uint64_t p)
-{
-    return atomic_load(&b[p / 64]) >> (p % 64) & 1;
-}
-
-static void bit_set(_Atomic uint64_t *b, uint64_t p)
-{
-    if (!bit(b, p))
-        atomic_fetch_or(&b[p / 64], 1ull << (p % 64));
-}
-
-static void bit_clear(_Atomic uint64_t *b, uint64_t p)
-{
-    atomic_fetch_and(&b[p / 64], ~(1ull << (p % 64)));
-}
-
 /* Sweeps.  A first touch of page p, in the aligned CABLES_PAGE_GROUP
  * [first, first + g) of its allocation, homes more of the group when its
  * toucher (node) is sweeping: the whole group before it is the toucher's
@@ -150,7 +134,7 @@ enum sweep { SWEEP_NONE, SWEEP_REST, SWEEP_GROUP };
 
 static bool alloc_start(uint64_t q, const cb_alloc_t *al)
 {
-    return al ? q == al->first : bit(cb.claim_astart, q);
+    return al ? q == al->first : cb_bit(cb.claim_astart, q);
 }
 
 static bool toucher_homes(uint64_t q, const int16_t *d, int node)
@@ -257,17 +241,17 @@ int cables_home_of(const void *addr)
 void cb_claims_learn(uint64_t range)
 {
     uint64_t first = range & UINT32_MAX, end = range >> 32, g = (uint64_t)cb.cfg.page_group;
-    if (!cb.cfg.claim_local || first >= end || end > cb.npages || bit(cb.claim_ok, first))
+    if (!cb.cfg.claim_local || first >= end || end > cb.npages || cb_bit(cb.claim_ok, first))
         return;
-    bit_set(cb.claim_astart, first);
+    cb_bit_set(cb.claim_astart, first);
     for (uint64_t q = first; q < end; q += g) /* groups as the directory aligns them */
-        bit_set(cb.claim_gstart, q);
+        cb_bit_set(cb.claim_gstart, q);
     for (uint64_t q = first; q < end; q++) {
         if (q % 64 == 0 && q + 64 <= end) {
             atomic_store(&cb.claim_ok[q / 64], ~0ull);
             q += 63;
         } else {
-            bit_set(cb.claim_ok, q);
+            cb_bit_set(cb.claim_ok, q);
         }
     }
 }
@@ -275,7 +259,7 @@ void cb_claims_learn(uint64_t range)
 void cb_claims_forbid(const uint32_t *pages, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        bit_set(cb.claim_no, pages[i]);
+        cb_bit_set(cb.claim_no, pages[i]);
     atomic_thread_fence(memory_order_seq_cst); /* before cb_claims_wait reads claims_out */
 }
 
@@ -297,12 +281,12 @@ void cb_claims_wait(void)
  * name this node its home) is answered; the runs after one are not. */
 bool cb_claim_pending(uint64_t p)
 {
-    return bit(cb.claim_pending, p);
+    return cb_bit(cb.claim_pending, p);
 }
 
 static bool claimable(uint64_t q)
 {
-    return q < cb.npages && bit(cb.claim_ok, q) && !bit(cb.claim_no, q);
+    return q < cb.npages && cb_bit(cb.claim_ok, q) && !cb_bit(cb.claim_no, q);
 }
 
 uint32_t cb_claim(uint64_t p, uint32_t got)
@@ -311,7 +295,7 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
         return 0;
     /* as the directory sweeps, the pages of p's group from p on */
     uint64_t g = (uint64_t)cb.cfg.page_group, first = p;
-    while (!bit(cb.claim_gstart, first) && p - first < g)
+    while (!cb_bit(cb.claim_gstart, first) && p - first < g)
         first--;
     uint32_t n = 1;
     if (sweeping(p, first, NULL, NULL, cb.self) != SWEEP_NONE)
@@ -325,7 +309,7 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
     if (atomic_load(&cb.claims_drain))
         n = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (bit(cb.claim_no, p + i)) {
+        if (cb_bit(cb.claim_no, p + i)) {
             n = i;
             break;
         }
@@ -335,7 +319,7 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
         return 0;
     }
     for (uint32_t i = 0; i < n; i++) {
-        bit_set(cb.claim_pending, p + i);
+        cb_bit_set(cb.claim_pending, p + i);
         cb_home_set(p + i, cb.self);
     }
     cb_msg_t m = { .type = M_CLAIM, .a = p, .c = n };
@@ -405,7 +389,7 @@ void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len)
         }
     }
     for (uint64_t i = 0; i < m->c; i++)
-        bit_clear(cb.claim_pending, m->a + i);
+        cb_bit_clear(cb.claim_pending, m->a + i);
     if (atomic_fetch_sub(&cb.claims_out, 1) == 1)
         cb_futex_wake(&cb.claims_out);
 }

@@ -296,7 +296,7 @@ static uint32_t open_near(uint64_t p, int dir, uint32_t *next, uint32_t *opened)
     for (uint32_t i = 0; i < k; i++)
         if (twinned >> i & 1) {
             uint64_t q = p + (uint64_t)dir * (i + 1);
-            memcpy(cb_twin(q), cb_proto_page(q), cb.ps);
+            cb_sum_take(q);
             cb_plist_push(&cb.dirty, q);
             ++*opened;
         }

@@ -55,6 +55,8 @@ void cb_gas_init(void)
     cb.hot = reserve(cb.npages * sizeof *cb.hot);
     cb.moves = reserve(cb.ps); /* a page of its own: registered for remote reads */
     cb.sums = reserve(cb.npages * sizeof *cb.sums);
+    cb.sum_seed = cb_now_ns() ^ (uint64_t)getpid() << 32;
+    cb.sum_stale = reserve(cb.npages / 8 + 8);
     cb.idle = reserve(cb.npages);
     cb.claim_ok = reserve(cb.npages / 8 + 8);
     cb.claim_astart = reserve(cb.npages / 8 + 8);

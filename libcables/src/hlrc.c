@@ -9,6 +9,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "internal.h"
 
 static cb_mutex_t log_mu = CB_MUTEX_INIT;
@@ -176,16 +179,40 @@ static void diff_send_all(diff_batch_t *batch, cb_waiter_t *acks)
     free(batch);
 }
 
-/* A shared stack page at its home stays writable and has no twin: whether
- * it changed since the last release is told by a checksum.  Each word is
- * read once: a write racing the sum changes the next one. */
-static bool stack_page_changed(uint64_t p)
+/* A home page's twin is a checksum of its contents (cb.sums), taken
+ * under the page's ownership: a home never diffs its pages, it only tells
+ * whether they changed since (DESIGN.md: a home page has no twin); so is a
+ * shared stack page's, compared at every release.  XXH3
+ * (libxxhash), seeded per run: a page hashes in a fraction of a
+ * microsecond, where a twin costs a copy into memory of its own, 4 KiB a
+ * page, fresh (and cleared by the kernel) in every run: FFT's homes twinned
+ * 16384 pages a node while serving them.  A write that races the hash
+ * changes the next one.
+ * A diff that lands on the page after its checksum was taken marks it
+ * stale (cb.sum_stale): the home's own writes since may put back what the
+ * checksum saw (a word another node changed, written back), so the next
+ * comparison notices the page whatever its checksum says.  The flag is
+ * taken before the page is hashed, and a diff sets it before its words
+ * land: a diff that races the hash leaves it set.  A notice too many for
+ * pages other nodes write (their writers notice them anyway), never one
+ * too few. */
+static uint64_t page_sum(uint64_t p)
 {
-    const uint64_t *w = (const uint64_t *)cb_proto_page(p);
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < cb.ps / 8; i++)
-        h = (h ^ __atomic_load_n(&w[i], __ATOMIC_RELAXED)) * 0x100000001b3ull + i;
-    if (h == cb.sums[p])
+    return XXH3_64bits_withSeed(cb_proto_page(p), cb.ps, cb.sum_seed);
+}
+
+void cb_sum_take(uint64_t p)
+{
+    cb_bit_clear(cb.sum_stale, p);
+    cb.sums[p] = page_sum(p);
+}
+
+/* p changed since its last checksum (or went stale), which is taken anew */
+static bool sum_changed(uint64_t p)
+{
+    bool stale = cb_bit_take(cb.sum_stale, p);
+    uint64_t h = page_sum(p);
+    if (h == cb.sums[p] && !stale)
         return false;
     cb.sums[p] = h;
     return true;
@@ -306,10 +333,10 @@ void cb_release(void)
         held[i] = UINT32_MAX;
         if (home == cb.self && st.next & PG_TWIN) {
             /* a shared home page stays writable: written in this interval
-             * if it took a write fault (no twin yet) or differs from its twin */
+             * if it took a write fault (no checksum yet) or its checksum changed */
             if (st.act & ACT_TWIN) {
-                cb_twin_take(p);
-            } else if (!cb_twin_refresh(cb_proto_page(p), cb_twin(p), cb.ps)) {
+                cb_sum_take(p);
+            } else if (!sum_changed(p)) {
                 held[i] = idle_unwritten(&run, p, st.next, true);
                 continue;
             }
@@ -333,7 +360,7 @@ void cb_release(void)
             idle_written(p);
         }
         if (s & PG_STACK && home == cb.self)
-            written = stack_page_changed(p);
+            written = sum_changed(p);
         if (st.act & ACT_LIST)
             cb_plist_push(&cb.dirty, p); /* still written: next interval's list */
         if (written)
@@ -353,7 +380,8 @@ void cb_release(void)
         if (home != cb.self) {
             if (diff_add(batch, home, p, acks))
                 pages[nw++] = (uint32_t)p;
-        } else if (!(held[i] & PG_TWIN) || memcmp(cb_proto_page(p), cb_twin(p), cb.ps)) {
+        } else if (!(held[i] & PG_TWIN) || cb_bit_take(cb.sum_stale, p) ||
+                   page_sum(p) != cb.sums[p]) {
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);
         }
@@ -536,18 +564,27 @@ static bool home_unknown(const cb_msg_t *m, const void *p, size_t len, uint64_t 
 }
 
 /* A home page is about to leave as a copy: from now on the home's writes
- * need notices, those after its data is taken (page.c, EV_SHARE).  False if
- * it is busy (the request waits). */
+ * need notices, those after its data is taken (page.c, EV_SHARE).  A page
+ * kept writable (PG_TWIN) takes its checksum anew, the data that leaves: a
+ * later write that puts back what the last one saw is a change for this
+ * copy; a change before it stays to be noticed (stale).  False if it is
+ * busy (the request waits). */
 static bool share(uint64_t p)
 {
     uint32_t s = atomic_load(&cb.pst[p]);
-    if (s & PG_SHARED)
+    if ((s & (PG_SHARED | PG_TWIN)) == PG_SHARED)
         return true;
     if (!cb_page_try_own(p, &s))
         return false;
+    if (s & PG_SHARED) {
+        if (s & PG_TWIN && sum_changed(p))
+            cb_bit_set(cb.sum_stale, p);
+        cb_page_unown(p, s);
+        return true;
+    }
     cb_page_step_t st = cb_page_next(s, true, EV_SHARE);
     if (st.act & ACT_TWIN)
-        cb_twin_take(p);
+        cb_sum_take(p);
     if (st.act & ACT_LIST)
         cb_plist_push(&cb.dirty, p);
     cb_page_unown(p, st.next);
@@ -660,15 +697,13 @@ void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
             if (!home_unknown(m, q, rl, p))
                 cb_forward(h, m, q, rl);
         } else {
+            /* its checksum cannot tell these words from the home's own
+             * writes: its next comparison notices it (stale), set before
+             * they land */
+            cb_bit_set(cb.sum_stale, p);
             if (cb_diff_apply(cb_proto_page(p), cb.ps, q + 8, hdr[1]))
                 cb_die("node %d: malformed diff for page %llu from node %d", cb.self,
                        (unsigned long long)p, m->src);
-            /* a page written ahead tells its own writes by its twin: other
-             * nodes' writes are not ours (a local write that restores a
-             * value they changed must still be noticed).  Racing the
-             * release's comparison, this can only add a notice. */
-            if (atomic_load(&cb.pst[p]) & PG_TWIN)
-                cb_diff_apply(cb_twin(p), cb.ps, q + 8, hdr[1]);
             STAT_ADD(diffs_applied, 1);
             cb_stat_page_written(p, m->src);
             applied_here++;

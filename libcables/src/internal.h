@@ -184,7 +184,28 @@ typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
 typedef struct { cb_interval_t *iv; uint32_t n, cap; } cb_wnlog_t;
 typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
-void cb_twin_take(uint64_t p);         /* page p's twin := its protocol view */
+/* bit p of a bitmap shared by threads */
+static inline bool cb_bit(_Atomic uint64_t *b, uint64_t p)
+{
+    return atomic_load(&b[p / 64]) >> (p % 64) & 1;
+}
+static inline void cb_bit_set(_Atomic uint64_t *b, uint64_t p)
+{
+    if (!cb_bit(b, p))
+        atomic_fetch_or(&b[p / 64], 1ull << (p % 64));
+}
+static inline void cb_bit_clear(_Atomic uint64_t *b, uint64_t p)
+{
+    atomic_fetch_and(&b[p / 64], ~(1ull << (p % 64)));
+}
+/* clears bit p, and tells whether it was set */
+static inline bool cb_bit_take(_Atomic uint64_t *b, uint64_t p)
+{
+    return cb_bit(b, p) && atomic_fetch_and(&b[p / 64], ~(1ull << (p % 64))) >> (p % 64) & 1;
+}
+
+void cb_twin_take(uint64_t p);         /* copy p's twin := its protocol view */
+void cb_sum_take(uint64_t p);          /* home page p's checksum (its twin) := now */
 uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
@@ -420,7 +441,9 @@ typedef struct {
     _Atomic uint32_t claims_out;
     _Atomic bool claims_drain; /* a release or acquire waits for claims_out to be 0 */
     cb_plist_t homed;       /* homes gained since the last release (directory.c) */
-    uint64_t *sums;         /* checksum of each shared stack page at its last release */
+    uint64_t *sums;         /* home page p's checksum (hlrc.c): its twin */
+    uint64_t sum_seed;      /* the checksums' seed, this run's */
+    _Atomic uint64_t *sum_stale; /* bit p: a diff landed after p's checksum (hlrc.c) */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */
     cb_plist_t dirty;      /* the interval's written pages */

@@ -24,9 +24,10 @@ int cb_page_prot(uint32_t state)
  * nothing to diff for its idle grace (hlrc.c): then it is write-protected
  * (EV_IDLE).
  * A written shared home page likewise: twinned at the release that finds it
- * written, compared with its twin at the next (a page of 4 KiB compares in
- * well under a microsecond; a write fault costs tens), write-protected once
- * releases have found it unchanged for its idle grace. */
+ * written (a home page's twin is a checksum, hlrc.c), compared with its
+ * twin at the next (a page of 4 KiB hashes in well under a microsecond; a
+ * write fault costs tens), write-protected once releases have found it
+ * unchanged for its idle grace. */
 cb_page_step_t cb_page_next(uint32_t state, bool is_home, enum cb_page_event ev)
 {
     uint32_t acc = state & PG_ACC, keep = state & PG_LISTED;

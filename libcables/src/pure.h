@@ -36,7 +36,8 @@ enum {
                              once shared, noticed at every release */
     PG_TWIN = 1u << 7,    /* shared home page kept writable (written in an interval,
                              served while written, or opened by a neighbour's write
-                             fault): twinned, noticed only if it differs */
+                             fault): its checksum taken (a home page's twin),
+                             noticed only if that changes */
 };
 /* EV_RELEASE: a listed page at a release; EV_IDLE: a listed copy whose
  * release diff was empty (it stops being written) */
@@ -61,10 +62,6 @@ size_t cb_diff_encode(const uint8_t *page, const uint8_t *twin, size_t size, uin
 /* the same, and the twin becomes the page as the diff saw it */
 size_t cb_diff_encode_refresh(const uint8_t *page, uint8_t *twin, size_t size, uint8_t *out);
 size_t cb_diff_max(size_t size);
-/* Whether page differs from twin, which becomes the page as compared (each
- * word read once: the page may be written meanwhile, and a write the
- * comparison missed differs from the twin at the next). */
-bool cb_twin_refresh(const uint8_t *page, uint8_t *twin, size_t size);
 int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len);
 
 /* config.c */

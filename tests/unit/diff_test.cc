@@ -271,21 +271,3 @@ TEST(DiffRefresh, TwinFollowsThePageAndNextDiffHasOnlyNewWrites)
         EXPECT_EQ(other[i], i == 11 ? 3 : 7) << i;
 }
 
-// cb_twin_refresh: tells whether a kept-open home page was written since its
-// twin was taken, and takes the page as the twin for the next comparison.
-TEST(TwinRefresh, ChangedOnceThenUnchanged)
-{
-    const size_t ps = 4096;
-    std::vector<uint8_t> page(ps, 9), twin(ps, 9);
-    EXPECT_FALSE(cb_twin_refresh(page.data(), twin.data(), ps));
-    page[ps - 1] = 1;  // the last byte of the last word
-    EXPECT_TRUE(cb_twin_refresh(page.data(), twin.data(), ps));
-    EXPECT_EQ(twin, page);
-    EXPECT_FALSE(cb_twin_refresh(page.data(), twin.data(), ps));
-    page[0] = 9;  // written with the value it had: not a change
-    EXPECT_FALSE(cb_twin_refresh(page.data(), twin.data(), ps));
-    page[4095 - 8] = 2;
-    page[17] = 3;
-    EXPECT_TRUE(cb_twin_refresh(page.data(), twin.data(), ps));
-    EXPECT_EQ(twin, page);
-}
