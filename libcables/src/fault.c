@@ -142,6 +142,12 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
         for (uint32_t r = 0; r < *runs; r++)
             for (uint32_t i = 0; i < *got; i++)
                 atomic_store_explicit(&cb.served[p + r * stride + i], rec, memory_order_relaxed);
+        /* the home's pages after them, those whose home is not known here:
+         * their first fetches go to it directly (a wrong guess, after a
+         * move, is answered PAGE_MOVED) */
+        for (uint64_t q = p + *got, end = p + (uint64_t)(w.value4 >> 32); q < end; q++)
+            if (cb_home_cached(q) < 0)
+                cb_home_set(q, home);
         break;
     }
 fetched:

@@ -592,6 +592,9 @@ static bool share(uint64_t p)
     return true;
 }
 
+/* A fetch's reply names its home as the home of up to this many pages */
+enum { HOME_RUN_MAX = 4096 };
+
 /* Pages [q, q + n) are all homed here, and leave as copies. */
 static bool run_ours(uint64_t q, uint64_t n)
 {
@@ -638,7 +641,14 @@ void cb_on_fetch(const cb_msg_t *m)
     if (want > 1 && stride >= m->c)
         while (runs < want && run_ours(p + runs * stride, n))
             runs++;
-    r.d = runs;
+    /* and how far from p the pages are ours (confirmed: no claim of them
+     * pending), so that the requester's first fetches of them come here
+     * directly, not through the directory */
+    uint64_t mine = 1;
+    while (mine < HOME_RUN_MAX && p + mine < cb.npages && cb_home_cached(p + mine) == cb.self &&
+           !cb_claim_pending(p + mine))
+        mine++;
+    r.d = runs | mine << 32;
     /* with the first, the keys to read the next ones itself (ahead of the
      * reply: they are installed when the requester faults again) */
     static bool keys_sent[CB_MAX_NODES];

@@ -9,9 +9,11 @@
  * value must be the round's.  A page read again after an invalidation is
  * refreshed in place at the later barriers instead (CABLES_REFRESH), by
  * remote read too: no fault, no fetch; so is a page fetched for the first
- * time, at the next few barriers (round 1's read faults: none).
+ * time, at the next few barriers (round 1's read faults: none).  The first
+ * fetch's reply names node 0 the home of the pages after it too: only that
+ * one asks the directory (lookups).
  * RESULT ok=1 bad=B rounds=R remote_reads=N fetches=F refreshed=P moved=M
- *        round1_faults=F1 */
+ *        round1_faults=F1 lookups=L */
 #include <cables.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@ struct shared {
     cables_barrier_t bar;
     uint64_t *blk;
     long bad;
-    uint64_t remote_reads, fetches, refreshed, round1_faults;
+    uint64_t remote_reads, fetches, refreshed, round1_faults, lookups;
 };
 
 static uint64_t value(int r, long k) { return (uint64_t)r * 1000003u + (uint64_t)k; }
@@ -76,6 +78,7 @@ static void *reader(void *p)
     s->remote_reads = st1.fetches_read - st0.fetches_read;
     s->fetches = st1.fetches - st0.fetches;
     s->refreshed = st1.pages_refreshed - st0.pages_refreshed;
+    s->lookups = st1.dir_lookups - st0.dir_lookups;
     return NULL;
 }
 
@@ -97,9 +100,9 @@ int main(void)
         moved = PAGES / 2;
     }
     cables_thread_join(t, NULL);
-    printf("RESULT ok=%d bad=%ld rounds=%d remote_reads=%llu fetches=%llu refreshed=%llu moved=%d round1_faults=%llu\n",
+    printf("RESULT ok=%d bad=%ld rounds=%d remote_reads=%llu fetches=%llu refreshed=%llu moved=%d round1_faults=%llu lookups=%llu\n",
            s->bad == 0, s->bad, ROUNDS, (unsigned long long)s->remote_reads,
            (unsigned long long)s->fetches, (unsigned long long)s->refreshed, moved,
-           (unsigned long long)s->round1_faults);
+           (unsigned long long)s->round1_faults, (unsigned long long)s->lookups);
     return s->bad != 0;
 }
