@@ -112,7 +112,8 @@ enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2, FETCH_HOW = 3, F
  * at a + i * stride, i < runs, as the home has (whole runs, in order) */
 /* M_PAGE a: what the answer is (b: the home; c: with PAGE_YOURS how many
  * pages, with PAGE_DATA the home's move epoch; d: with PAGE_DATA how many
- * runs the payload holds, each of the same length, 0 meaning one; with
+ * runs the payload holds, each of the same length, 0 meaning one, | how
+ * many pages from a are the home's (PAGE_SHARED too) << 32; with
  * PAGE_YOURS the first-touch allocation the requester may claim pages of
  * itself, first | end << 32, or 0).
  * PAGE_SHARED answers FETCH_NO_DATA: c = the home's move epoch (low 32
