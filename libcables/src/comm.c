@@ -189,7 +189,8 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
         return;
     }
     if (m->type == M_PAGE && m->a == 0) {
-        uint64_t runs = (uint32_t)m->d ? (uint32_t)m->d : 1;
+        uint32_t sent = (uint32_t)m->d ? (uint32_t)m->d : 1; /* runs; the home's pages above */
+        uint64_t runs = sent;
         size_t run = len / runs;
         if (len == 0 || runs > (w->dst_runs ? w->dst_runs : 1) || len % runs || run % cb.ps ||
             run / cb.ps > (w->dst_pages ? w->dst_pages : 1))
@@ -202,7 +203,7 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
             cb_populate(d, run, true); /* one call, not a fault per page */
             memcpy(d, (const uint8_t *)p + i * run, run);
         }
-        w->dst_runs = (uint32_t)m->d ? (uint32_t)m->d : 1;
+        w->dst_runs = sent;
         w->len = len;
     } else if (len) {
         w->data = malloc(len);

@@ -595,13 +595,19 @@ static bool share(uint64_t p)
 /* A fetch's reply names its home as the home of up to this many pages */
 enum { HOME_RUN_MAX = 4096 };
 
+/* q is homed here, confirmed (no claim of it pending: it may be another's) */
+static bool ours(uint64_t q)
+{
+    return q < cb.npages && cb_home_cached(q) == cb.self && !cb_claim_pending(q);
+}
+
 /* Pages [q, q + n) are all homed here, and leave as copies. */
 static bool run_ours(uint64_t q, uint64_t n)
 {
     if (q + n > cb.npages)
         return false;
     for (uint64_t i = 0; i < n; i++)
-        if (cb_home_cached(q + i) != cb.self || cb_claim_pending(q + i))
+        if (!ours(q + i))
             return false;
     for (uint64_t i = 0; i < n; i++)
         if (!share(q + i))
@@ -633,20 +639,18 @@ void cb_on_fetch(const cb_msg_t *m)
     }
     /* the pages after it that the requester can take, while they are ours */
     uint64_t n = 1;
-    while (n < m->c && p + n < cb.npages && cb_home_cached(p + n) == cb.self &&
-           !cb_claim_pending(p + n) && share(p + n))
+    while (n < m->c && ours(p + n) && share(p + n))
         n++;
     /* a strided fetch: the whole runs ahead, as far as they are ours */
     uint64_t runs = 1, want = m->d & 0xffff, stride = m->d >> 16;
     if (want > 1 && stride >= m->c)
         while (runs < want && run_ours(p + runs * stride, n))
             runs++;
-    /* and how far from p the pages are ours (confirmed: no claim of them
-     * pending), so that the requester's first fetches of them come here
-     * directly, not through the directory */
-    uint64_t mine = 1;
-    while (mine < HOME_RUN_MAX && p + mine < cb.npages && cb_home_cached(p + mine) == cb.self &&
-           !cb_claim_pending(p + mine))
+    /* and how far from p the pages are ours (those before p + n are), so
+     * that the requester's first fetches of them come here directly, not
+     * through the directory */
+    uint64_t mine = n;
+    while (mine < HOME_RUN_MAX && ours(p + mine))
         mine++;
     r.d = runs | mine << 32;
     /* with the first, the keys to read the next ones itself (ahead of the
