@@ -107,8 +107,9 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $(DEPS_CFLAGS) $< -o $@ $(LINK_CABLES) $(DEPS_LIBS)
 
-# unit tests link the runtime's objects directly (pure parts: diff, page, config)
-UNIT_OBJS := $(BUILD)/libcables/src/diff.o $(BUILD)/libcables/src/page.o $(BUILD)/libcables/src/config.o
+# unit tests link the runtime's objects directly (pure parts: diff, page, config, ranges)
+UNIT_OBJS := $(BUILD)/libcables/src/diff.o $(BUILD)/libcables/src/page.o $(BUILD)/libcables/src/config.o \
+             $(BUILD)/libcables/src/ranges.o
 $(UNIT): $(wildcard tests/unit/*.cc) $(UNIT_OBJS) libcables/src/pure.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $(filter %.cc,$^) $(UNIT_OBJS) -o $@ -lgtest -lgtest_main -lpthread

@@ -244,7 +244,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
         deliver_reply(m, p, len);
         break;
     case M_ALLOC: cb_on_alloc(m); break;
-    case M_FREE: cb_on_free(m); break;
+    case M_FREE: cb_on_free(m, p, len); break;
     case M_FETCH: cb_on_fetch(m); break;
     case M_DIFF: cb_on_diff(m, p, len); break;
     case M_LOCK_REQ: cb_on_lock_req(m, p, len); break;
@@ -269,7 +269,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_DETACH: cb_on_detach(m); break;
     case M_CANCEL: cb_on_cancel(m); break;
     case M_KEY: cb_on_key(m); break;
-    case M_HEAP_FREE: cb_on_heap_free(m); break;
+    case M_HEAP_FREE: cb_on_heap_free(m, p, len); break;
     case M_TABLE_ACK: cb_on_table_ack(m); break;
     case M_ATTACH_FAILED: cb_on_attach_failed(m); break;
     case M_NODE_IDLE: cb_on_node_idle(m); break;

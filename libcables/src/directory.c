@@ -21,6 +21,20 @@ static cb_alloc_t *allocs;
 static size_t nallocs, cap_allocs;
 static _Atomic int16_t *dir; /* node + 1, 0 = unassigned */
 
+/* allocs[] in address order: the first whose range ends above p */
+static size_t alloc_index(uint64_t p)
+{
+    size_t lo = 0, hi = nallocs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (allocs[mid].first + allocs[mid].npages <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node)
 {
     if (nallocs == cap_allocs) {
@@ -29,7 +43,22 @@ void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int 
         if (!allocs)
             cb_die("out of memory for the allocation directory");
     }
-    allocs[nallocs++] = (cb_alloc_t){ first, npages, pol, node, atomic_load(&cb.nnodes) };
+    size_t i = alloc_index(first); /* past the top, unless a freed range is reused */
+    memmove(allocs + i + 1, allocs + i, (nallocs - i) * sizeof *allocs);
+    allocs[i] = (cb_alloc_t){ first, npages, pol, node, atomic_load(&cb.nnodes) };
+    nallocs++;
+}
+
+bool cb_dir_remove_alloc(uint64_t p, uint64_t *first, uint64_t *npages)
+{
+    size_t i = alloc_index(p);
+    if (i == nallocs || p != allocs[i].first)
+        return false;
+    *first = allocs[i].first;
+    *npages = allocs[i].npages;
+    memmove(allocs + i, allocs + i + 1, (nallocs - i - 1) * sizeof *allocs);
+    nallocs--;
+    return true;
 }
 
 static cb_alloc_t heaps; /* the heap arenas, above every other range */
@@ -44,17 +73,8 @@ static const cb_alloc_t *find_alloc(uint64_t p)
 {
     if (p >= cb.heap_first)
         return heaps.npages ? &heaps : NULL;
-    size_t lo = 0, hi = nallocs; /* ranges are handed out in increasing order */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (p < allocs[mid].first)
-            hi = mid;
-        else if (p >= allocs[mid].first + allocs[mid].npages)
-            lo = mid + 1;
-        else
-            return &allocs[mid];
-    }
-    return NULL;
+    size_t i = alloc_index(p);
+    return i < nallocs && p >= allocs[i].first ? &allocs[i] : NULL;
 }
 
 static int place(const cb_alloc_t *a, uint64_t p, int toucher)

@@ -208,21 +208,23 @@ uint32_t cb_plist_take(cb_plist_t *l, uint32_t **list)
     return n;
 }
 
-/* ---- allocation: the master hands out page-aligned ranges ---- */
-static uint64_t next_page; /* master only, comm thread only */
+/* ---- allocation: the master hands out page-aligned ranges (ranges.c):
+ * freed ones again only to cb_alloc_reusable (malloc's big blocks), with
+ * their homes and contents as they were ---- */
+static cb_ranges_t ranges; /* master only, comm thread only */
 
-static uint64_t alloc_pages(uint64_t npages)
+enum { ALLOC_REUSE = 1 }; /* M_ALLOC's c, above the node: a range may be reused */
+
+static uint64_t alloc_pages(uint64_t npages, bool reuse, bool *reused)
 {
-    if (npages > cb.heap_first - next_page)
-        return ~0ull;
-    uint64_t first = next_page;
-    next_page += npages;
-    return first;
+    ranges.limit = cb.heap_first;
+    return cb_ranges_take(&ranges, npages, reuse, reused);
 }
 
 void cb_gas_reserve(uint64_t npages)
 {
-    uint64_t first = alloc_pages(npages);
+    bool reused;
+    uint64_t first = alloc_pages(npages, false, &reused);
     cb_dir_add_alloc(first, npages, CABLES_POLICY_FIXED, 0);
 }
 
@@ -234,25 +236,49 @@ int cb_heap_owner(uintptr_t a)
     return p < cb.heap_first ? -1 : (int)((p - cb.heap_first) / cb.heap_pages);
 }
 
+/* M_ALLOC a=bytes b=policy c=node | ALLOC_REUSE << 32 d=guard pages.  Reply
+ * a=first page (~0: none) b=bytes free c=1 if reused, then with the notices
+ * that node has not seen (what the range's last owners wrote) */
 void cb_on_alloc(const cb_msg_t *m)
 {
     uint64_t npages = (m->a + cb.ps - 1) / cb.ps;
     if (npages == 0)
         npages = 1;
-    uint64_t first = alloc_pages(npages), guard = m->d; /* guard pages stay unallocated */
+    bool reused;
+    uint64_t first = alloc_pages(npages, m->c >> 32 & ALLOC_REUSE, &reused),
+             guard = m->d; /* guard pages stay unallocated */
     if (first != ~0ull && guard < npages)
-        cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)m->c);
+        cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)(uint32_t)m->c);
     cb_msg_t r = { .type = M_ALLOC_REPLY, .a = first,
-                   .b = (cb.heap_first - next_page) * cb.ps };
-    cb_reply(m, &r, NULL, 0, false);
+                   .b = (cb.heap_first - ranges.top) * cb.ps, .c = reused };
+    size_t len = 0;
+    void *n = NULL;
+    if (reused) {
+        cb_vc_t k;
+        cb_known_get(m->src, k);
+        n = cb_notices_encode(k, &len, NULL);
+    }
+    cb_reply(m, &r, n, len, true);
 }
 
-void cb_on_free(const cb_msg_t *m)
+/* M_FREE: blocks freed (cb_send_freed) */
+void cb_on_free(const cb_msg_t *m, const void *p, size_t len)
 {
-    (void)m; /* ranges are not reused yet: the GAS heap comes with pthread_shim */
+    cb_vc_t v;
+    uint64_t n = cb_freed_decode(p, len, v), first, npages;
+    cb_known_update(m->src, v);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t a = cb_freed_addr(p, i);
+        if (a - CB_GAS_BASE < cb.cfg.gas_size && (a - CB_GAS_BASE) % cb.ps == 0 &&
+            cb_dir_remove_alloc((a - CB_GAS_BASE) / cb.ps, &first, &npages))
+            cb_ranges_put(&ranges, first, npages);
+        else
+            fprintf(stderr, "cables: node %d freed %#llx, which is not the start of a block of "
+                    "shared memory (freed twice?): ignored\n", m->src, (unsigned long long)a);
+    }
 }
 
-void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
+static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse)
 {
     if (policy == CABLES_POLICY_DEFAULT) {
         policy = cb.cfg.policy;
@@ -265,9 +291,22 @@ void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
         errno = EINVAL;
         return NULL;
     }
-    cb_msg_t m = { .type = M_ALLOC, .a = size, .b = (uint64_t)policy, .c = (uint64_t)node };
-    int64_t free_bytes;
-    uint64_t first = (uint64_t)cb_rpc(0, &m, &free_bytes);
+    cb_msg_t m = { .type = M_ALLOC, .a = size, .b = (uint64_t)policy,
+                   .c = (uint32_t)node | (uint64_t)(reuse ? ALLOC_REUSE : 0) << 32 };
+    cb_waiter_t *w = cb_waiter_new();
+    cb_call(0, &m, NULL, 0, w);
+    uint64_t first = (uint64_t)w->value;
+    int64_t free_bytes = w->value2;
+    void *notices = w->data;
+    size_t len = w->len;
+    cb_waiter_free(w);
+    if (notices) { /* a reused range: what its last owners wrote, seen here */
+        cb_vc_t v;
+        cb_notices_merge(notices, len, v);
+        cb_known_update(0, v);
+        free(notices);
+        cb_acquire(v);
+    }
     if (first == ~0ull) {
         fprintf(stderr, "cables: node %d: the global address space is exhausted: an allocation "
                 "of %zu bytes does not fit in CABLES_GAS_SIZE=%zu (%llu bytes free); raise "
@@ -279,17 +318,28 @@ void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
     return cb_app_page(first);
 }
 
-void *cables_alloc(size_t size)
+void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 {
-    return cables_alloc_placed(size, CABLES_POLICY_DEFAULT, 0);
+    return alloc_range(size, policy, node, false);
 }
 
+void *cables_alloc(size_t size)
+{
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, false);
+}
+
+void *cb_alloc_reusable(size_t size)
+{
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true);
+}
+
+/* a release first: the block's writes reach their homes before the range
+ * can be handed out again (cb_send_freed) */
 void cables_free(void *p)
 {
     if (!p)
         return;
-    cb_msg_t m = { .type = M_FREE, .a = (uintptr_t)p };
-    cb_send(0, &m, NULL, 0, false);
+    cb_send_freed(0, M_FREE, (uintptr_t)p, true);
 }
 
 size_t cables_page_size(void) { return cb.ps; }

@@ -299,16 +299,14 @@ void cb_twin_take(uint64_t p)
     STAT_ADD(twins, 1);
 }
 
-void cb_release(void)
+/* the interval's writes to their homes, and its notices (release_mu held) */
+static void close_interval(void)
 {
     uint32_t *list;
-    cb_mutex_lock(&cb.release_mu);
     cb_claims_wait(); /* a claim lost is a copy whose writes go in this release */
     uint32_t *homed, n = cb_plist_take(&cb.dirty, &list), nh = cb_plist_take(&cb.homed, &homed);
-    if (n == 0 && nh == 0) {
-        cb_mutex_unlock(&cb.release_mu);
+    if (n == 0 && nh == 0)
         return;
-    }
     cb_waiter_t *acks = cb_waiter_new();
     diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
     /* the interval's written pages, and the pages it homed here */
@@ -394,7 +392,6 @@ void cb_release(void)
     cb_waiter_free(acks);
     if (nw == 0) {
         free(pages);
-        cb_mutex_unlock(&cb.release_mu);
         return;
     }
     cb_mutex_lock(&log_mu);
@@ -402,7 +399,101 @@ void cb_release(void)
     applied[cb.self] = vc[cb.self];
     cb_mutex_unlock(&log_mu);
     STAT_ADD(write_notices_made, nw);
+}
+
+/* Frees of shared blocks that another node hands out again (heap.c's
+ * arenas, the master's GAS ranges) go out after the next release that
+ * begins once they are queued, with this node's notices: no diff of a
+ * block's old writes reaches a home after its new owner's writes, and the
+ * new owner can acquire what this node wrote.  One message per node and
+ * type: [u64 n][u64 address x n][notices]. */
+typedef struct { int node; uint32_t type; uint64_t addr; } freed_t;
+static cb_mutex_t freed_mu = CB_MUTEX_INIT;
+static freed_t *freed;
+static size_t nfreed, capfreed;
+
+void cb_send_freed(int node, uint32_t type, uint64_t addr, bool now)
+{
+    cb_mutex_lock(&freed_mu);
+    if (nfreed == capfreed) {
+        capfreed = capfreed ? capfreed * 2 : 16;
+        freed = realloc(freed, capfreed * sizeof *freed);
+        if (!freed)
+            cb_die("out of memory for the freed blocks");
+    }
+    freed[nfreed++] = (freed_t){ node, type, addr };
+    cb_mutex_unlock(&freed_mu);
+    if (now)
+        cb_release();
+}
+
+uint64_t cb_freed_decode(const void *p, size_t len, uint32_t *vc_out)
+{
+    uint64_t n;
+    if (len < 8 || (memcpy(&n, p, 8), (len - 8) / 8 < n))
+        cb_die("node %d: malformed list of freed blocks", cb.self);
+    cb_notices_merge((const uint8_t *)p + 8 * (1 + n), len - 8 * (1 + n), vc_out);
+    return n;
+}
+
+uint64_t cb_freed_addr(const void *p, uint64_t i)
+{
+    uint64_t a;
+    memcpy(&a, (const uint8_t *)p + 8 * (1 + i), 8);
+    return a;
+}
+
+/* grouped by node and type without sorting (libc's qsort may malloc: the
+ * shim's, in an application thread) */
+static void send_freed(freed_t *f, size_t n)
+{
+    while (n) {
+        int node = f[0].node;
+        uint32_t type = f[0].type;
+        size_t k = 0, rest = 0;
+        for (size_t i = 0; i < n; i++)
+            k += f[i].node == node && f[i].type == type;
+        cb_vc_t known_there;
+        cb_known_get(node, known_there);
+        size_t nl;
+        void *notices = cb_notices_encode(known_there, &nl, NULL);
+        uint64_t *b = malloc(8 * (1 + k) + nl);
+        if (!b)
+            cb_die("out of memory for the freed blocks");
+        b[0] = k;
+        for (size_t i = 0, x = 1; i < n; i++)
+            if (f[i].node == node && f[i].type == type)
+                b[x++] = f[i].addr;
+            else
+                f[rest++] = f[i];
+        n = rest;
+        memcpy(b + 1 + k, notices, nl);
+        free(notices);
+        cb_msg_t m = { .type = type };
+        if (cb_node_up(node)) /* else its blocks went with it (heap.c) */
+            cb_send(node, &m, b, 8 * (1 + k) + nl, true);
+        else
+            free(b);
+    }
+}
+
+__thread int cb_syncing CB_TLS;
+
+void cb_release(void)
+{
+    cb_syncing++;
+    cb_mutex_lock(&cb.release_mu);
+    cb_mutex_lock(&freed_mu); /* those queued before this release began */
+    freed_t *go = freed;
+    size_t ngo = nfreed;
+    freed = NULL;
+    nfreed = capfreed = 0;
+    cb_mutex_unlock(&freed_mu);
+    close_interval();
+    send_freed(go, ngo);
+    free(go);
     cb_mutex_unlock(&cb.release_mu);
+    cb_syncing--;
 }
 
 /* Refreshed copies: a readable copy named by a notice that this node read
@@ -463,6 +554,7 @@ static void refresh_add(refresh_t *r, size_t i, uint64_t p, int home, uint32_t *
 
 void cb_acquire(const uint32_t *target)
 {
+    cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
     size_t np = 0, cap = 0;
     uint32_t *pages = NULL;
@@ -546,6 +638,7 @@ void cb_acquire(const uint32_t *target)
     cb_waiter_free(acks);
     free(pages);
     cb_mutex_unlock(&cb.release_mu);
+    cb_syncing--;
 }
 
 /* ---- at the home (communication thread) ---- */

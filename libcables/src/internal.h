@@ -83,6 +83,10 @@ typedef struct {
 extern __thread uint64_t cb_tid CB_TLS;   /* this thread's cluster id */
 extern __thread bool cb_app_thread CB_TLS; /* an application thread (else the runtime's) */
 extern __thread cb_thr_t *cb_thr CB_TLS;
+/* inside a release or an acquire (hlrc.c): the shim's heap then takes no
+ * block freed elsewhere, whose acquire would wait for this one (a libc
+ * function the runtime calls may malloc through the shim) */
+extern __thread int cb_syncing CB_TLS;
 /* Wait for w, a deadline (false) or a cancellation of this thread (false,
  * with cb_thr->cancel set); cancellable only in application threads. */
 bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
@@ -209,6 +213,14 @@ void cb_twin_take(uint64_t p);         /* copy p's twin := its protocol view */
 void cb_sum_take(uint64_t p);          /* home page p's checksum (its twin) := now */
 uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
 void cb_release(void);                 /* flush this node's writes to homes */
+/* Tell node (a message of type: M_FREE, M_HEAP_FREE) that the shared block
+ * at addr is free, after this node's next release, with its write notices
+ * (which the receiver acquires before the block is reused); now: release
+ * at once.  The receiver decodes the message: how many addresses, the
+ * sender's vc in vc_out (its notices merged), and address i. */
+void cb_send_freed(int node, uint32_t type, uint64_t addr, bool now);
+uint64_t cb_freed_decode(const void *p, size_t len, uint32_t *vc_out);
+uint64_t cb_freed_addr(const void *p, uint64_t i);
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
 /* Encode the notices in (from, my vc] into a malloc'd buffer; vc_out (if
  * not NULL) gets the vc encoded, which another thread may advance right after. */
@@ -247,7 +259,11 @@ void cb_prot_run(cb_prot_run_t *r, uint64_t p, int prot); /* add p, or end the r
 void cb_prot_run_end(cb_prot_run_t *r);
 /* comm-thread handlers for allocation */
 void cb_on_alloc(const cb_msg_t *m);
-void cb_on_free(const cb_msg_t *m);
+void cb_on_free(const cb_msg_t *m, const void *p, size_t len);
+/* Shared memory for malloc (pthread_shim): like cables_alloc, but it may be
+ * a range freed before, neither zeroed nor placed anew (its pages keep
+ * their homes); what its last owner wrote is acquired first. */
+void *cb_alloc_reusable(size_t size);
 
 /* directory.c: home of each page; the master keeps the directory */
 
@@ -258,6 +274,8 @@ void cb_on_move_page(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_move_done(const cb_msg_t *m);
 /* master: record allocation range with its policy */
 void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node);
+/* master: forget the allocation that begins at page p; false if none does */
+bool cb_dir_remove_alloc(uint64_t p, uint64_t *first, uint64_t *npages);
 /* Local claims (first touch without asking the directory first).  Fault
  * path: of p and the got - 1 pages after it (owned, home unknown, never
  * accessed here), how many this node homes now, telling the directory
@@ -317,7 +335,8 @@ enum { CB_KEY_CREATE, CB_KEY_DELETE, CB_KEY_DTOR };
 #define CB_KEYS_MAX (1u << 20)
 int64_t cb_key(int op, uint64_t arg);
 void cb_on_key(const cb_msg_t *m);
-void cb_on_heap_free(const cb_msg_t *m); /* the shim's heap: a block of ours freed elsewhere */
+/* the shim's heap: a block of ours freed elsewhere, with its node's notices */
+void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len);
 
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);

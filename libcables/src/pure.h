@@ -1,5 +1,6 @@
 /* pure.h: the runtime's pure functions, free of node state: the page state
- * machine (page.c), diffs (diff.c), settings (config.c).  Plain C, so the
+ * machine (page.c), diffs (diff.c), settings (config.c), the master's GAS
+ * ranges (ranges.c).  Plain C, so the
  * C++ unit tests include it as it is. */
 #ifndef CABLES_PURE_H
 #define CABLES_PURE_H
@@ -84,6 +85,14 @@ typedef struct {
     bool claim_local;     /* a first touch homes the page here at once, telling the directory
                              after (false: it asks first) */
 } cb_config_t;
+/* ---- the master's GAS ranges (ranges.c): from top up to limit, freed
+ * ones (r, in address order, none touching) handed out again if reuse */
+typedef struct { uint64_t first, npages; } cb_range_t;
+typedef struct { cb_range_t *r; size_t n, cap; uint64_t top, limit; } cb_ranges_t;
+/* first page of npages, or ~0 if they do not fit; reused: from a freed range */
+uint64_t cb_ranges_take(cb_ranges_t *s, uint64_t npages, bool reuse, bool *reused);
+void cb_ranges_put(cb_ranges_t *s, uint64_t first, uint64_t npages);
+
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);
 void cb_config_load(cb_config_t *c); /* exits with a message on bad input */

@@ -2,10 +2,15 @@
  * from the shared heap: each node has an arena in the GAS (a memkind
  * "fixed" kind: jemalloc over a range we give it, chosen so that no
  * allocator is written here), homed on that node.  A block freed on another
- * node goes back to its owner, where an application thread of that node
- * frees it at its next allocation (the communication thread never runs
- * allocator code, which may fault).  Blocks of BIG bytes or more are GAS
- * allocations of their own, with their size in a header page.  Everything
+ * node goes back to its owner after that node's next release, with its
+ * write notices (cb_send_freed); an application thread of the owner
+ * acquires them and frees it at its next allocation (the communication
+ * thread never runs allocator code, which may fault): whoever gets the
+ * block next sees what was written before the free, and no diff of those
+ * writes comes after its own.  Blocks of BIG bytes or more are GAS
+ * allocations of their own, with their size in a header page; their free
+ * is a release, and the master hands their range out again to another big
+ * block (cb_alloc_reusable).  Everything
  * else (the runtime's, UCX's, Open MPI's, libc before the node starts)
  * comes from libc's allocator, and goes back to it by address. */
 #define CB_DEFINES_MALLOC
@@ -26,6 +31,7 @@ static cb_mutex_t arena_mu = CB_MUTEX_INIT;
 static cb_mutex_t pend_mu = CB_MUTEX_INIT;
 static void **pend;             /* blocks of our arena freed elsewhere */
 static size_t npend, cappend;
+static cb_vc_t pend_vc;         /* what their nodes had released when they freed them */
 static _Atomic size_t pending;
 
 /* Allocator code runs as the runtime's: what it calls (malloc, pthread_*)
@@ -61,47 +67,61 @@ static memkind_t my_arena(void)
 
 static void drain(void)
 {
-    if (!atomic_load_explicit(&pending, memory_order_relaxed))
+    if (!atomic_load_explicit(&pending, memory_order_relaxed) || cb_syncing)
         return;
     cb_mutex_lock(&pend_mu);
     void **list = pend;
     size_t n = npend;
+    cb_vc_t v;
+    memcpy(v, pend_vc, sizeof v);
     pend = NULL;
     npend = cappend = 0;
     atomic_store(&pending, 0);
     cb_mutex_unlock(&pend_mu);
+    /* a free and the allocation that hands the block out again are ordered:
+     * what its node wrote before is seen here, as after a lock */
+    AS_RUNTIME(cb_acquire(v));
     memkind_t k = my_arena();
     AS_RUNTIME(for (size_t i = 0; i < n; i++) memkind_free(k, list[i]));
     __libc_free(list);
 }
 
-void cb_on_heap_free(const cb_msg_t *m)
+/* comm thread: M_HEAP_FREE, blocks of our arena freed elsewhere (cb_send_freed) */
+void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
 {
+    cb_vc_t v;
+    uint64_t n = cb_freed_decode(p, len, v);
+    cb_known_update(m->src, v);
     cb_mutex_lock(&pend_mu);
-    if (npend == cappend) {
-        cappend = cappend ? cappend * 2 : 64;
+    for (int i = 0; i < CB_MAX_NODES; i++)
+        if (v[i] > pend_vc[i])
+            pend_vc[i] = v[i];
+    if (npend + n > cappend) {
+        cappend = (npend + n) * 2;
         pend = __libc_realloc(pend, cappend * sizeof *pend);
         if (!pend)
             cb_die("node %d: out of memory for the heap's free list", cb.self);
     }
-    pend[npend++] = (void *)(uintptr_t)m->a;
+    for (uint64_t i = 0; i < n; i++)
+        pend[npend++] = (void *)(uintptr_t)cb_freed_addr(p, i);
     atomic_store(&pending, npend);
     cb_mutex_unlock(&pend_mu);
 }
 
-/* ---- big blocks: [header page: size][data...] ---- */
+/* ---- big blocks: [header page: size, allocation][data...] ---- */
 static void *big_alloc(size_t n, size_t align)
 {
     size_t ps = cb.ps, pad = align > ps ? align : ps;
     if (n > SIZE_MAX - 2 * pad)
         return NULL;
-    uint8_t *b = cables_alloc(n + 2 * pad);
+    uint8_t *b = cb_alloc_reusable(n + 2 * pad);
     if (!b)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)b + pad + pad - 1) / pad * pad);
     if ((size_t)(p - b) < ps)
         p += pad;
     ((size_t *)(p - ps))[0] = n;
+    ((uint8_t **)(p - ps))[1] = b; /* what cables_free takes back */
     return p;
 }
 
@@ -140,14 +160,13 @@ static void heap_free(void *p)
 {
     int o = cb_heap_owner((uintptr_t)p);
     if (o < 0) {
-        cables_free((uint8_t *)p - cb.ps);
+        cables_free(((uint8_t **)((uint8_t *)p - cb.ps))[1]);
     } else if (o == cb.self) {
         drain();
         memkind_t k = my_arena();
         AS_RUNTIME(memkind_free(k, p));
     } else if (cb_node_up(o)) {
-        cb_msg_t m = { .type = M_HEAP_FREE, .a = (uintptr_t)p };
-        cb_send(o, &m, NULL, 0, false);
+        cb_send_freed(o, M_HEAP_FREE, (uintptr_t)p, false);
     } /* else its node was detached with its arena's bookkeeping: the block stays */
 }
 
