@@ -280,6 +280,9 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_KEYS: cb_rma_peer(m->src, p, len); break;
     case M_CLAIM: cb_on_claim(m); break;
     case M_CLAIM_REPLY: cb_on_claim_reply(m, p, len); break;
+    case M_GC_QUERY: cb_on_gc_query(m); break;
+    case M_GC_VC: cb_on_gc_vc(m, p, len); break;
+    case M_GC_BASE: cb_on_gc_base(m, p, len); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;
@@ -335,6 +338,7 @@ static void *comm_main(void *arg)
             cb_check_peers();
             next_check = now + 250000000ull;
         }
+        cb_gc_tick();
         if (atomic_load(&comm_quit)) {
             /* what was posted before the quit still goes out */
             cb_mutex_lock(&q_mu);

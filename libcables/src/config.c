@@ -174,6 +174,10 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_CLAIM")) && either(v, "local", "directory", &c->claim_local))
         cb_die("CABLES_CLAIM='%s' must be local (a first touch homes the page at once and "
                "tells the directory after) or directory (it asks the directory first)", v);
+    c->log_gc = 1 << 18;
+    if ((v = env("CABLES_LOG_GC")) && whole(v, 0, 1 << 30, &c->log_gc))
+        cb_die("CABLES_LOG_GC='%s' must be a whole number of write notices from 0 (the logs "
+               "are never collected) to %d", v, 1 << 30);
     c->max_nodes = 0;
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,

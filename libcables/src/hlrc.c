@@ -15,23 +15,45 @@
 #include "internal.h"
 
 static cb_mutex_t log_mu = CB_MUTEX_INIT;
-static cb_wnlog_t wlog[CB_MAX_NODES]; /* wlog[m].iv[j-1]: interval j of node m */
+static cb_wnlog_t wlog[CB_MAX_NODES]; /* interval j + 1 of node m: iv(m, j) */
 static cb_vc_t vc;                     /* intervals known: a prefix per node */
 static cb_vc_t applied;                /* intervals whose copies we invalidated */
 static uint32_t known[CB_MAX_NODES][CB_MAX_NODES]; /* node k knows at least */
+static cb_vc_t gc_base; /* every node knows these: kept only until applied here */
+static _Atomic uint64_t kept; /* notices (pages) in the log (changed under log_mu) */
+static bool merged;     /* notices came from elsewhere (else the log may start late) */
 
+static cb_interval_t *iv(int m, uint32_t j) { return &wlog[m].iv[j - wlog[m].off]; }
 
 static void log_append(int m, uint32_t npages, uint32_t *pages)
 {
     cb_wnlog_t *l = &wlog[m];
-    if (l->n == l->cap) {
+    if (l->n - l->off == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 256;
         l->iv = realloc(l->iv, l->cap * sizeof *l->iv);
         if (!l->iv)
             cb_die("out of memory for write notices");
     }
-    l->iv[l->n++] = (cb_interval_t){ npages, pages };
+    l->iv[l->n++ - l->off] = (cb_interval_t){ npages, pages };
     vc[m] = l->n;
+    kept += npages;
+}
+
+/* log_mu held: the intervals below both gc_base and applied go */
+static void trim(void)
+{
+    for (int m = 0; m < atomic_load(&cb.nnodes); m++) {
+        cb_wnlog_t *l = &wlog[m];
+        uint32_t to = gc_base[m] < applied[m] ? gc_base[m] : applied[m];
+        if (to <= l->off)
+            continue;
+        for (uint32_t j = l->off; j < to; j++) {
+            kept -= iv(m, j)->npages;
+            free(iv(m, j)->pages);
+        }
+        memmove(l->iv, l->iv + (to - l->off), (l->n - to) * sizeof *l->iv);
+        l->off = to;
+    }
 }
 
 void cb_vc_get(uint32_t *out)
@@ -66,8 +88,10 @@ void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
     size_t n = 4 + 8 * (size_t)nn;
     for (uint32_t m = 0; m < nn; m++) {
         f[m] = from[m] < vc[m] ? from[m] : vc[m];
+        if (f[m] < wlog[m].off) /* collected: the receiver knows them */
+            f[m] = wlog[m].off;
         for (uint32_t j = f[m]; j < vc[m]; j++)
-            n += 4 + 4 * (size_t)wlog[m].iv[j].npages;
+            n += 4 + 4 * (size_t)iv((int)m, j)->npages;
     }
     uint32_t *b = malloc(n), *q = b;
     if (!b)
@@ -77,9 +101,10 @@ void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
     memcpy(q, f, 4 * nn); q += nn;
     for (uint32_t m = 0; m < nn; m++)
         for (uint32_t j = f[m]; j < vc[m]; j++) {
-            *q++ = wlog[m].iv[j].npages;
-            memcpy(q, wlog[m].iv[j].pages, 4 * (size_t)wlog[m].iv[j].npages);
-            q += wlog[m].iv[j].npages;
+            cb_interval_t *i = iv((int)m, j);
+            *q++ = i->npages;
+            memcpy(q, i->pages, 4 * (size_t)i->npages);
+            q += i->npages;
         }
     if (vc_out)
         memcpy(vc_out, vc, sizeof vc);
@@ -99,6 +124,11 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
     uint64_t fresh = 0;
     cb_mutex_lock(&log_mu);
     for (uint32_t m = 0; m < nn; m++) {
+        if (from[m] > vc[m] && !merged && (int)m != cb.self && wlog[m].n == 0) {
+            /* a node attached after a collection: it holds no copy older
+             * than the notices collected; its log starts where these do */
+            wlog[m].off = wlog[m].n = vc[m] = applied[m] = from[m];
+        }
         if (from[m] > vc[m])
             cb_die("node %d: write notices of node %u from interval %u but only %u known "
                    "(protocol error)", cb.self, m, from[m] + 1, vc[m]);
@@ -115,6 +145,7 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
             q += np;
         }
     }
+    merged = true;
     cb_mutex_unlock(&log_mu);
     STAT_ADD(write_notices_received, fresh);
     if (vc_out) {
@@ -566,18 +597,19 @@ void cb_acquire(const uint32_t *target)
             cb_die("node %d: acquire of node %d's interval %u before its notice (protocol error)",
                    cb.self, m, target[m]);
         for (uint32_t j = applied[m]; j < target[m]; j++) {
-            cb_interval_t *iv = &wlog[m].iv[j];
-            if (np + iv->npages > cap) {
-                cap = (np + iv->npages) * 2;
+            cb_interval_t *i = iv(m, j);
+            if (np + i->npages > cap) {
+                cap = (np + i->npages) * 2;
                 pages = realloc(pages, 4 * cap);
                 if (!pages)
                     cb_die("out of memory applying write notices");
             }
-            memcpy(pages + np, iv->pages, 4 * (size_t)iv->npages);
-            np += iv->npages;
+            memcpy(pages + np, i->pages, 4 * (size_t)i->npages);
+            np += i->npages;
         }
         applied[m] = target[m];
     }
+    trim();
     cb_mutex_unlock(&log_mu);
     /* no claim here of a page written before (directory.c); claims in
      * flight answered first: one lost is a copy these notices may name */
@@ -639,6 +671,116 @@ void cb_acquire(const uint32_t *target)
     free(pages);
     cb_mutex_unlock(&cb.release_mu);
     cb_syncing--;
+}
+
+/* ---- collecting the notice logs ----
+ * A node needs an interval's notices until it applied them (its acquire)
+ * and no node can need them from it any more.  Each time the master's log
+ * grew by CABLES_LOG_GC notices it asks every node up for its vc; the
+ * least of them and its own is a base that every node up knows, and that
+ * only grows: nobody sends anybody notices below it again (an encode
+ * starts at the oldest interval kept, which the receiver knows), so each
+ * node drops the intervals below both the base and what it applied.  A
+ * node attached later knows nothing, and holds no copy older than what was
+ * collected: its first notices may start above what it knows (merge).  A
+ * round during which a node is attached is dropped; one that leaves is no
+ * longer waited for.  Master's comm thread only (each turn of its loop),
+ * but the handlers. */
+static struct {
+    bool on;
+    uint32_t gen;
+    uint64_t waiting, attached; /* nodes asked; attaches when it began */
+    cb_vc_t least;
+} round;
+static uint64_t kept_after; /* the master's log after its last round */
+
+static void gc_apply(const uint32_t *base)
+{
+    cb_mutex_lock(&log_mu);
+    for (int m = 0; m < CB_MAX_NODES; m++)
+        if (base[m] > gc_base[m])
+            gc_base[m] = base[m];
+    trim();
+    cb_mutex_unlock(&log_mu);
+}
+
+static void round_end(void)
+{
+    round.on = false;
+    if (cb_stats.nodes_attached != round.attached)
+        return; /* a node came meanwhile, unasked */
+    for (int n = 1; n < atomic_load(&cb.nnodes); n++)
+        if (cb_node_up(n)) {
+            cb_msg_t b = { .type = M_GC_BASE };
+            cb_send(n, &b, round.least, sizeof round.least, false);
+        }
+    gc_apply(round.least);
+    kept_after = atomic_load(&kept);
+}
+
+void cb_gc_tick(void)
+{
+    if (cb.self != 0 || round.on || !cb.cfg.log_gc || atomic_load(&cb.stopping))
+        return;
+    for (int n = 1; n < cb.launched; n++)
+        if (!cb_node_up(n)) /* not in yet: it must be asked too */
+            return;
+    if (atomic_load_explicit(&kept, memory_order_relaxed) < kept_after + (uint64_t)cb.cfg.log_gc)
+        return;
+    round.on = true;
+    round.gen++;
+    round.waiting = 0;
+    round.attached = cb_stats.nodes_attached;
+    cb_vc_get(round.least);
+    for (int n = 1; n < atomic_load(&cb.nnodes); n++)
+        if (cb_node_up(n)) {
+            cb_msg_t q = { .type = M_GC_QUERY, .a = round.gen };
+            cb_send(n, &q, NULL, 0, false);
+            round.waiting |= 1ull << n;
+        }
+    if (!round.waiting)
+        round_end();
+}
+
+void cb_gc_node_gone(int node)
+{
+    if (round.on && round.waiting >> node & 1 && !(round.waiting &= ~(1ull << node)))
+        round_end();
+}
+
+uint64_t cb_notices_kept(void) { return atomic_load(&kept); }
+
+/* M_GC_QUERY a=round: reply M_GC_VC a=round, payload = our vc */
+void cb_on_gc_query(const cb_msg_t *m)
+{
+    cb_vc_t v;
+    cb_vc_get(v);
+    cb_msg_t r = { .type = M_GC_VC, .a = m->a };
+    cb_send(0, &r, v, sizeof v, false);
+}
+
+void cb_on_gc_vc(const cb_msg_t *m, const void *p, size_t len)
+{
+    if (len != sizeof(cb_vc_t))
+        cb_die("node 0: malformed vc from node %d", m->src);
+    if (!round.on || m->a != round.gen || !(round.waiting >> m->src & 1))
+        return;
+    cb_vc_t v;
+    memcpy(v, p, sizeof v);
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        if (v[k] < round.least[k])
+            round.least[k] = v[k];
+    if (!(round.waiting &= ~(1ull << m->src)))
+        round_end();
+}
+
+void cb_on_gc_base(const cb_msg_t *m, const void *p, size_t len)
+{
+    if (len != sizeof(cb_vc_t))
+        cb_die("node %d: malformed collection base from node %d", cb.self, m->src);
+    cb_vc_t v;
+    memcpy(v, p, sizeof v);
+    gc_apply(v);
 }
 
 /* ---- at the home (communication thread) ---- */

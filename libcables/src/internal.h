@@ -105,6 +105,7 @@ enum cb_msg_type {
     M_HEAP_FREE, M_TABLE_ACK, M_ATTACH_FAILED,
     M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH, M_KEYS,
     M_CLAIM, M_CLAIM_REPLY,
+    M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -186,7 +187,7 @@ bool cb_rma_read_served(int node, uint64_t page, uint32_t n, uint32_t runs, uint
 
 /* ---- write notices and intervals (hlrc.c) ---- */
 typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
-typedef struct { cb_interval_t *iv; uint32_t n, cap; } cb_wnlog_t;
+typedef struct { cb_interval_t *iv; uint32_t off, n, cap; } cb_wnlog_t; /* iv[j - off]: interval j + 1, j in [off, n) */
 typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
 /* bit p of a bitmap shared by threads */
@@ -230,6 +231,15 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out);
 void cb_known_update(int node, const uint32_t *vc); /* node knows at least vc */
 void cb_known_get(int node, uint32_t *vc);
 void cb_vc_get(uint32_t *vc);
+/* collecting the notice logs (hlrc.c): the master's comm thread (each turn)
+ * starts a round each time its log grew by CABLES_LOG_GC notices; a node that left
+ * is not waited for; notices kept in this node's log now */
+void cb_gc_tick(void);
+void cb_gc_node_gone(int node);
+uint64_t cb_notices_kept(void);
+void cb_on_gc_query(const cb_msg_t *m);
+void cb_on_gc_vc(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_gc_base(const cb_msg_t *m, const void *p, size_t len);
 /* comm-thread handlers */
 void cb_on_diff(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_fetch(const cb_msg_t *m);

@@ -470,6 +470,7 @@ static void leave_check(int k)
     cb_dir_node_gone(k);
     cb_homes_forget(k);
     atomic_store(&state[k], NS_GONE);
+    cb_gc_node_gone(k);
     int told = 0;
     for (int n = 1; n < atomic_load(&cb.nnodes); n++)
         if (cb_node_up(n)) {

@@ -1,5 +1,7 @@
 // Coherence over N nodes: lock visibility, false sharing, a lock-protected
 // counter, and moving a home.  Every test runs over {1,2,4} nodes x {shm,tcp}.
+#include <cstring>
+
 #include "harness.h"
 
 using mn::Cfg;
@@ -16,6 +18,7 @@ class RemoteRead : public ::testing::TestWithParam<Cfg> {};
 class StridedRead : public ::testing::TestWithParam<Cfg> {};
 class IdleGrace : public ::testing::TestWithParam<Cfg> {};
 class CopyWriteAhead : public ::testing::TestWithParam<Cfg> {};
+class NoticeGc : public ::testing::TestWithParam<Cfg> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -227,6 +230,33 @@ TEST_P(CopyWriteAhead, RunWrittenInOrderTakesAFaultAFetch)
     }
 }
 
+// The write-notice logs are collected: with CABLES_LOG_GC=256, after 3000
+// barrier rounds (a notice per page per round: 24000 per node) every
+// node's log holds under a tenth of the notices it had, and every node
+// read every round's values (no notice lost that a node still needed).
+// With 0 the logs keep them all (what the measure means).
+TEST_P(NoticeGc, LogsStaySmallAndLoseNothing)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "one node makes no write notices";
+    for (const char *gc : { "256", "0" }) {
+        if (!strcmp(gc, "0") && (c.nodes != 2 || strcmp(c.transport, "shm")))
+            continue;
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("notice_gc"), {},
+                                  { { "CABLES_LOG_GC", gc } });
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        long long total = mn::get_ll(r, "total_min"), kept = mn::get_ll(r, "kept_max");
+        EXPECT_GE(total, 3000LL * 8 * c.nodes) << res.describe();
+        if (!strcmp(gc, "0"))
+            EXPECT_GE(kept, total) << res.describe();
+        else
+            EXPECT_LT(kept * 10, total) << res.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, NoticeGc, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, CopyWriteAhead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, IdleGrace, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, StridedRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

@@ -83,7 +83,7 @@ protected:
                                             "CABLES_HOME_POLICY", "CABLES_STATS",
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
                                             "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
-                                            "CABLES_FETCH", "CABLES_CLAIM"};
+                                            "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -113,6 +113,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_TRUE(c.bind);
     EXPECT_TRUE(c.fetch_get);
     EXPECT_TRUE(c.claim_local);
+    EXPECT_EQ(c.log_gc, 1 << 18);
 }
 
 TEST_F(ConfigLoad, GoodValues)
@@ -128,8 +129,10 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_BIND", "none", 1);
     setenv("CABLES_FETCH", "msg", 1);
     setenv("CABLES_CLAIM", "directory", 1);
+    setenv("CABLES_LOG_GC", "0", 1);
     cb_config_t c = Load();
     EXPECT_FALSE(c.claim_local);
+    EXPECT_EQ(c.log_gc, 0);
     EXPECT_EQ(c.refresh, 0);
     EXPECT_FALSE(c.bind);
     EXPECT_FALSE(c.fetch_get);
@@ -176,6 +179,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_BIND", "core"},        {"CABLES_BIND", "yes"},
         {"CABLES_FETCH", "rma"},        {"CABLES_FETCH", "getmsg"},
         {"CABLES_CLAIM", "dir"},        {"CABLES_CLAIM", "1"},
+        {"CABLES_LOG_GC", "-1"},        {"CABLES_LOG_GC", "1k"},
     };
     for (auto &b : bad) {
         SetUp();
