@@ -14,6 +14,7 @@ typedef struct {
     uint64_t first, npages;
     cables_policy_t policy;
     int node, nnodes;
+    bool reused; /* a freed range again: its pages may hold data, never claimed */
 } cb_alloc_t;
 
 /* master, comm thread only */
@@ -35,7 +36,7 @@ static size_t alloc_index(uint64_t p)
     return lo;
 }
 
-void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node)
+void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node, bool reused)
 {
     if (nallocs == cap_allocs) {
         cap_allocs = cap_allocs ? cap_allocs * 2 : 64;
@@ -45,7 +46,7 @@ void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int 
     }
     size_t i = alloc_index(first); /* past the top, unless a freed range is reused */
     memmove(allocs + i + 1, allocs + i, (nallocs - i) * sizeof *allocs);
-    allocs[i] = (cb_alloc_t){ first, npages, pol, node, atomic_load(&cb.nnodes) };
+    allocs[i] = (cb_alloc_t){ first, npages, pol, node, atomic_load(&cb.nnodes), reused };
     nallocs++;
 }
 
@@ -66,7 +67,7 @@ static cb_alloc_t heaps; /* the heap arenas, above every other range */
 void cb_dir_add_heaps(void)
 {
     heaps = (cb_alloc_t){ cb.heap_first, cb.heap_pages * CB_MAX_NODES, CABLES_POLICY_BLOCK,
-                          0, CB_MAX_NODES };
+                          0, CB_MAX_NODES, false };
 }
 
 static const cb_alloc_t *find_alloc(uint64_t p)
@@ -214,7 +215,7 @@ void cb_on_fetch_dir(const cb_msg_t *m)
         while (n < m->c && p + n < end && d[p + n] == m->src + 1 && !moving_find(p + n))
             n++;
         bool claims = al->policy == CABLES_POLICY_FIRST_TOUCH && m->src < al->nnodes &&
-                      al != &heaps && end <= UINT32_MAX;
+                      !al->reused && al != &heaps && end <= UINT32_MAX;
         cb_msg_t r = { .type = M_PAGE, .a = PAGE_YOURS, .b = (uint64_t)home, .c = n,
                        .d = claims ? al->first | end << 32 : 0 };
         cb_reply(m, &r, NULL, 0, false);

@@ -225,7 +225,7 @@ void cb_gas_reserve(uint64_t npages)
 {
     bool reused;
     uint64_t first = alloc_pages(npages, false, &reused);
-    cb_dir_add_alloc(first, npages, CABLES_POLICY_FIXED, 0);
+    cb_dir_add_alloc(first, npages, CABLES_POLICY_FIXED, 0, false);
 }
 
 int cb_heap_owner(uintptr_t a)
@@ -248,7 +248,8 @@ void cb_on_alloc(const cb_msg_t *m)
     uint64_t first = alloc_pages(npages, m->c >> 32 & ALLOC_REUSE, &reused),
              guard = m->d; /* guard pages stay unallocated */
     if (first != ~0ull && guard < npages)
-        cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)(uint32_t)m->c);
+        cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)(uint32_t)m->c,
+                         reused);
     cb_msg_t r = { .type = M_ALLOC_REPLY, .a = first,
                    .b = (cb.heap_first - ranges.top) * cb.ps, .c = reused };
     size_t len = 0;

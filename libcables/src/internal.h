@@ -283,7 +283,7 @@ void cb_on_move(const cb_msg_t *m);
 void cb_on_move_page(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_move_done(const cb_msg_t *m);
 /* master: record allocation range with its policy */
-void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node);
+void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node, bool reused);
 /* master: forget the allocation that begins at page p; false if none does */
 bool cb_dir_remove_alloc(uint64_t p, uint64_t *first, uint64_t *npages);
 /* Local claims (first touch without asking the directory first).  Fault

@@ -1,8 +1,10 @@
 /* ranges.c: the master's allocator of GAS page ranges.  New ranges come
  * from the top, in address order; freed ones are kept in address order,
- * merged with their neighbours (and with the top, which then comes back
- * down), and handed out again first fit, but only when asked (reuse):
- * cables_alloc promises zeroed pages, which a freed range no longer is.
+ * merged with their neighbours, and handed out again first fit, but only
+ * when asked (reuse): cables_alloc promises zeroed pages, which a freed
+ * range no longer is, and a node that takes pages as new need not acquire
+ * what was written there.  So the top never comes back down: pages below
+ * it were handed out once.
  * A sorted array: frees are of big blocks (malloc's smaller ones stay in
  * the node arenas), so it stays short. */
 #include <stdlib.h>
@@ -56,6 +58,4 @@ void cb_ranges_put(cb_ranges_t *s, uint64_t first, uint64_t npages)
         s->r[i] = (cb_range_t){ first, npages };
         s->n++;
     }
-    if (s->n && s->r[s->n - 1].first + s->r[s->n - 1].npages == s->top)
-        s->top = s->r[--s->n].first; /* the top comes back down */
 }

@@ -114,7 +114,9 @@ static void *big_alloc(size_t n, size_t align)
     size_t ps = cb.ps, pad = align > ps ? align : ps;
     if (n > SIZE_MAX - 2 * pad)
         return NULL;
-    uint8_t *b = cb_alloc_reusable(n + 2 * pad);
+    /* inside a release or an acquire (a libc call of the runtime's), new
+     * space: taking a freed range acquires */
+    uint8_t *b = cb_syncing ? cables_alloc(n + 2 * pad) : cb_alloc_reusable(n + 2 * pad);
     if (!b)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)b + pad + pad - 1) / pad * pad);
@@ -160,7 +162,11 @@ static void heap_free(void *p)
 {
     int o = cb_heap_owner((uintptr_t)p);
     if (o < 0) {
-        cables_free(((uint8_t **)((uint8_t *)p - cb.ps))[1]);
+        uint8_t *b = ((uint8_t **)((uint8_t *)p - cb.ps))[1];
+        if (cb_syncing) /* inside a release or an acquire: with the next one */
+            cb_send_freed(0, M_FREE, (uintptr_t)b, false);
+        else
+            cables_free(b); /* a release */
     } else if (o == cb.self) {
         drain();
         memkind_t k = my_arena();
