@@ -16,6 +16,7 @@
 #include "internal.h"
 
 cb_ctx_t cb;
+static cb_ranges_t ranges; /* the master's allocations (below); its comm thread only */
 
 static void *reserve(size_t len)
 {
@@ -70,6 +71,7 @@ void cb_gas_init(void)
     /* the upper half: one heap arena per possible node (the shim's malloc) */
     cb.heap_pages = cb.npages / 2 / CB_MAX_NODES;
     cb.heap_first = cb.npages - cb.heap_pages * CB_MAX_NODES;
+    ranges.limit = cb.heap_first; /* the master's allocations stay below */
 }
 
 uint32_t cb_page_own(uint64_t p)
@@ -211,20 +213,13 @@ uint32_t cb_plist_take(cb_plist_t *l, uint32_t **list)
 /* ---- allocation: the master hands out page-aligned ranges (ranges.c):
  * freed ones again only to cb_alloc_reusable (malloc's big blocks), with
  * their homes and contents as they were ---- */
-static cb_ranges_t ranges; /* master only, comm thread only */
 
 enum { ALLOC_REUSE = 1 }; /* M_ALLOC's c, above the node: a range may be reused */
-
-static uint64_t alloc_pages(uint64_t npages, bool reuse, bool *reused)
-{
-    ranges.limit = cb.heap_first;
-    return cb_ranges_take(&ranges, npages, reuse, reused);
-}
 
 void cb_gas_reserve(uint64_t npages)
 {
     bool reused;
-    uint64_t first = alloc_pages(npages, false, &reused);
+    uint64_t first = cb_ranges_take(&ranges, npages, false, &reused);
     cb_dir_add_alloc(first, npages, CABLES_POLICY_FIXED, 0, false);
 }
 
@@ -245,7 +240,7 @@ void cb_on_alloc(const cb_msg_t *m)
     if (npages == 0)
         npages = 1;
     bool reused;
-    uint64_t first = alloc_pages(npages, m->c >> 32 & ALLOC_REUSE, &reused),
+    uint64_t first = cb_ranges_take(&ranges, npages, m->c >> 32 & ALLOC_REUSE, &reused),
              guard = m->d; /* guard pages stay unallocated */
     if (first != ~0ull && guard < npages)
         cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)(uint32_t)m->c,

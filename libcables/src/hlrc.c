@@ -63,12 +63,17 @@ void cb_vc_get(uint32_t *out)
     cb_mutex_unlock(&log_mu);
 }
 
+void cb_vc_max(uint32_t *dst, const uint32_t *v)
+{
+    for (int m = 0; m < CB_MAX_NODES; m++)
+        if (v[m] > dst[m])
+            dst[m] = v[m];
+}
+
 void cb_known_update(int k, const uint32_t *v)
 {
     cb_mutex_lock(&log_mu);
-    for (int m = 0; m < CB_MAX_NODES; m++)
-        if (v[m] > known[k][m])
-            known[k][m] = v[m];
+    cb_vc_max(known[k], v);
     cb_mutex_unlock(&log_mu);
 }
 
@@ -697,9 +702,7 @@ static uint64_t kept_after; /* the master's log after its last round */
 static void gc_apply(const uint32_t *base)
 {
     cb_mutex_lock(&log_mu);
-    for (int m = 0; m < CB_MAX_NODES; m++)
-        if (base[m] > gc_base[m])
-            gc_base[m] = base[m];
+    cb_vc_max(gc_base, base);
     trim();
     cb_mutex_unlock(&log_mu);
 }

@@ -228,6 +228,7 @@ void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it)
 void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out);
 /* Merge encoded notices into the log; returns the sender's vc in vc_out. */
 void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out);
+void cb_vc_max(uint32_t *dst, const uint32_t *vc); /* dst := the later of each entry */
 void cb_known_update(int node, const uint32_t *vc); /* node knows at least vc */
 void cb_known_get(int node, uint32_t *vc);
 void cb_vc_get(uint32_t *vc);

@@ -93,9 +93,7 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
     uint64_t n = cb_freed_decode(p, len, v);
     cb_known_update(m->src, v);
     cb_mutex_lock(&pend_mu);
-    for (int i = 0; i < CB_MAX_NODES; i++)
-        if (v[i] > pend_vc[i])
-            pend_vc[i] = v[i];
+    cb_vc_max(pend_vc, v);
     if (npend + n > cappend) {
         cappend = (npend + n) * 2;
         pend = __libc_realloc(pend, cappend * sizeof *pend);
