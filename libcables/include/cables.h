@@ -86,8 +86,9 @@ typedef struct {
     /* first touches homed here without asking the directory first, and of
      * those the ones another node had homed already (each then a copy) */
     uint64_t homes_claimed, claims_lost;
-    /* write notices in this node's log now (collected: CABLES_LOG_GC) */
-    uint64_t notices_kept;
+    /* write notices in this node's log now (collected: CABLES_LOG_GC), and
+     * the most it held at once */
+    uint64_t notices_kept, notices_kept_peak;
 } cables_stats_t;
 void cables_stats_get(cables_stats_t *s);
 void cables_stats_print(void);

@@ -19,11 +19,24 @@ static cb_wnlog_t wlog[CB_MAX_NODES]; /* interval j + 1 of node m: iv(m, j) */
 static cb_vc_t vc;                     /* intervals known: a prefix per node */
 static cb_vc_t applied;                /* intervals whose copies we invalidated */
 static uint32_t known[CB_MAX_NODES][CB_MAX_NODES]; /* node k knows at least */
-static cb_vc_t gc_base; /* every node knows these: kept only until applied here */
-static _Atomic uint64_t kept; /* notices (pages) in the log (changed under log_mu) */
+static cb_vc_t gc_base; /* every node knows these: dropped (fold) */
+static _Atomic uint64_t kept; /* notices (pages) in the log and pend (changed under log_mu) */
+static uint64_t kept_peak;    /* the most kept at once (log_mu) */
+/* pages named by collected intervals that no thread here had applied (a
+ * node whose threads do not acquire: a master whose main waits in a join):
+ * each page once, invalidated at the next acquire (log_mu) */
+static uint32_t *pend;
+static size_t npend;
 static bool merged;     /* notices came from elsewhere (else the log may start late) */
 
 static cb_interval_t *iv(int m, uint32_t j) { return &wlog[m].iv[j - wlog[m].off]; }
+
+static void kept_add(int64_t d)
+{
+    kept += (uint64_t)d;
+    if (kept > kept_peak)
+        kept_peak = kept;
+}
 
 static void log_append(int m, uint32_t npages, uint32_t *pages)
 {
@@ -36,7 +49,7 @@ static void log_append(int m, uint32_t npages, uint32_t *pages)
     }
     l->iv[l->n++ - l->off] = (cb_interval_t){ npages, pages };
     vc[m] = l->n;
-    kept += npages;
+    kept_add((int64_t)npages);
 }
 
 /* log_mu held: the intervals below both gc_base and applied go */
@@ -274,6 +287,29 @@ static void sort_pages(uint32_t *a, size_t n)
             uint32_t t = a[r]; a[r] = a[c]; a[c] = t;
         }
     }
+}
+
+/* The pages of interval i appended to a (n of cap) */
+static void pages_add(uint32_t **a, size_t *n, size_t *cap, const cb_interval_t *i)
+{
+    if (*n + i->npages > *cap) {
+        *cap = (*n + i->npages) * 2;
+        if (!(*a = realloc(*a, 4 * *cap)))
+            cb_die("out of memory applying write notices");
+    }
+    memcpy(*a + *n, i->pages, 4 * (size_t)i->npages);
+    *n += i->npages;
+}
+
+/* a sorted, each page once; returns how many */
+static size_t pages_unique(uint32_t *a, size_t n)
+{
+    sort_pages(a, n);
+    size_t nu = 0;
+    for (size_t i = 0; i < n; i++)
+        if (nu == 0 || a[i] != a[nu - 1])
+            a[nu++] = a[i];
+    return nu;
 }
 
 /* Idle grace.  A written page (copy or shared home page) stays writable
@@ -595,23 +631,21 @@ void cb_acquire(const uint32_t *target)
     size_t np = 0, cap = 0;
     uint32_t *pages = NULL;
     cb_mutex_lock(&log_mu);
+    if (npend) { /* collected before an acquire here: applied first */
+        pages = pend;
+        np = cap = npend;
+        kept_add(-(int64_t)npend);
+        pend = NULL;
+        npend = 0;
+    }
     for (int m = 0; m < atomic_load(&cb.nnodes); m++) {
         if (m == cb.self || target[m] <= applied[m])
             continue;
         if (target[m] > vc[m])
             cb_die("node %d: acquire of node %d's interval %u before its notice (protocol error)",
                    cb.self, m, target[m]);
-        for (uint32_t j = applied[m]; j < target[m]; j++) {
-            cb_interval_t *i = iv(m, j);
-            if (np + i->npages > cap) {
-                cap = (np + i->npages) * 2;
-                pages = realloc(pages, 4 * cap);
-                if (!pages)
-                    cb_die("out of memory applying write notices");
-            }
-            memcpy(pages + np, i->pages, 4 * (size_t)i->npages);
-            np += i->npages;
-        }
+        for (uint32_t j = applied[m]; j < target[m]; j++)
+            pages_add(&pages, &np, &cap, iv(m, j));
         applied[m] = target[m];
     }
     trim();
@@ -623,11 +657,7 @@ void cb_acquire(const uint32_t *target)
 
     /* in page order, once each: neighbours share a protection change, and
      * a page is owned once while its run waits */
-    sort_pages(pages, np);
-    size_t nu = 0;
-    for (size_t i = 0; i < np; i++)
-        if (nu == 0 || pages[i] != pages[nu - 1])
-            pages[nu++] = pages[i];
+    size_t nu = pages_unique(pages, np);
     cb_waiter_t *acks = cb_waiter_new();
     uint32_t *held = malloc(4 * (nu ? nu : 1)); /* states of the pages owned until the run ends */
     if (!held)
@@ -685,7 +715,8 @@ void cb_acquire(const uint32_t *target)
  * least of them and its own is a base that every node up knows, and that
  * only grows: nobody sends anybody notices below it again (an encode
  * starts at the oldest interval kept, which the receiver knows), so each
- * node drops the intervals below both the base and what it applied.  A
+ * node drops the intervals below the base; those its threads did not
+ * apply yet leave their pages in pend (fold).  A
  * node attached later knows nothing, and holds no copy older than what was
  * collected: its first notices may start above what it knows (merge).  A
  * round during which a node is attached is dropped; one that leaves is no
@@ -699,11 +730,32 @@ static struct {
 } round;
 static uint64_t kept_after; /* the master's log after its last round */
 
+/* log_mu held: the collected intervals not applied here become pages of
+ * pend (each once), applied, and the log drops them (trim).  Their diffs
+ * are at the homes (a release waits for them before its notices go out),
+ * so a copy invalidated later than its notice asked still gets them. */
+static void fold(void)
+{
+    size_t n = npend, cap = npend;
+    kept_add(-(int64_t)npend);
+    for (int m = 0; m < atomic_load(&cb.nnodes); m++) {
+        uint32_t to = gc_base[m] < vc[m] ? gc_base[m] : vc[m];
+        if (m == cb.self || to <= applied[m])
+            continue;
+        for (uint32_t j = applied[m]; j < to; j++)
+            pages_add(&pend, &n, &cap, iv(m, j));
+        applied[m] = to;
+    }
+    npend = pages_unique(pend, n);
+    trim();
+    kept_add((int64_t)npend);
+}
+
 static void gc_apply(const uint32_t *base)
 {
     cb_mutex_lock(&log_mu);
     cb_vc_max(gc_base, base);
-    trim();
+    fold();
     cb_mutex_unlock(&log_mu);
 }
 
@@ -751,7 +803,14 @@ void cb_gc_node_gone(int node)
         round_end();
 }
 
-uint64_t cb_notices_kept(void) { return atomic_load(&kept); }
+uint64_t cb_notices_kept(uint64_t *peak)
+{
+    cb_mutex_lock(&log_mu);
+    uint64_t k = kept;
+    *peak = kept_peak;
+    cb_mutex_unlock(&log_mu);
+    return k;
+}
 
 /* M_GC_QUERY a=round: reply M_GC_VC a=round, payload = our vc */
 void cb_on_gc_query(const cb_msg_t *m)

@@ -237,7 +237,7 @@ void cb_vc_get(uint32_t *vc);
  * is not waited for; notices kept in this node's log now */
 void cb_gc_tick(void);
 void cb_gc_node_gone(int node);
-uint64_t cb_notices_kept(void);
+uint64_t cb_notices_kept(uint64_t *peak); /* and the most at once */
 void cb_on_gc_query(const cb_msg_t *m);
 void cb_on_gc_vc(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_gc_base(const cb_msg_t *m, const void *p, size_t len);

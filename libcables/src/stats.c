@@ -112,7 +112,7 @@ void cables_stats_get(cables_stats_t *s)
 {
     memcpy(s, &cb_stats, sizeof *s);
     s->misplaced_pages = cb.home ? misplaced_pages() : 0;
-    s->notices_kept = cb_notices_kept();
+    s->notices_kept = cb_notices_kept(&s->notices_kept_peak);
 }
 
 void cables_stats_print(void)
@@ -128,7 +128,7 @@ void cables_stats_print(void)
     int n = snprintf(b, sizeof b,
         "cables: node %d stats: faults read=%llu write=%llu (on own homes %llu) | "
         "pages fetched=%llu in %llu fetches (avg %.1f us, %llu by remote read) | written ahead=%llu | twins=%llu diffs sent=%llu bytes=%llu applied=%llu | "
-        "write notices made=%llu received=%llu kept=%llu invalidations=%llu refreshed=%llu | "
+        "write notices made=%llu received=%llu kept=%llu (peak %llu) invalidations=%llu refreshed=%llu | "
         "locks=%llu remote=%llu wait=%.3f ms | barriers=%llu wait=%.3f ms | "
         "homes owned=%llu moved=%llu misplaced=%llu dir lookups=%llu claimed=%llu lost=%llu | "
         "msgs=%llu bytes=%llu | "
@@ -141,7 +141,7 @@ void cables_stats_print(void)
         (unsigned long long)s.twins, (unsigned long long)s.diffs_sent,
         (unsigned long long)s.diff_bytes_sent, (unsigned long long)s.diffs_applied,
         (unsigned long long)s.write_notices_made, (unsigned long long)s.write_notices_received,
-        (unsigned long long)s.notices_kept, (unsigned long long)s.invalidations, (unsigned long long)s.pages_refreshed,
+        (unsigned long long)s.notices_kept, (unsigned long long)s.notices_kept_peak, (unsigned long long)s.invalidations, (unsigned long long)s.pages_refreshed,
         (unsigned long long)s.lock_acquires,
         (unsigned long long)s.lock_remote_acquires, s.lock_wait_ns / 1e6,
         (unsigned long long)s.barriers, s.barrier_wait_ns / 1e6,
