@@ -280,7 +280,8 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_KEYS: cb_rma_peer(m->src, p, len); break;
     case M_CLAIM: cb_on_claim(m); break;
     case M_CLAIM_REPLY: cb_on_claim_reply(m, p, len); break;
-    case M_GC_QUERY: cb_on_gc_query(m); break;
+    case M_GC_ASK: cb_on_gc_ask(); break;
+    case M_GC_QUERY: cb_on_gc_query(m, p, len); break;
     case M_GC_VC: cb_on_gc_vc(m, p, len); break;
     case M_GC_BASE: cb_on_gc_base(m, p, len); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:

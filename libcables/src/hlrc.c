@@ -710,25 +710,29 @@ void cb_acquire(const uint32_t *target)
 
 /* ---- collecting the notice logs ----
  * A node needs an interval's notices until it applied them (its acquire)
- * and no node can need them from it any more.  Each time the master's log
- * grew by CABLES_LOG_GC notices it asks every node up for its vc; the
- * least of them and its own is a base that every node up knows, and that
- * only grows: nobody sends anybody notices below it again (an encode
- * starts at the oldest interval kept, which the receiver knows), so each
- * node drops the intervals below the base; those its threads did not
- * apply yet leave their pages in pend (fold).  A
- * node attached later knows nothing, and holds no copy older than what was
+ * and no node can need them from it any more.  Each time a node's log grew
+ * by CABLES_LOG_GC notices it asks the master for a round (the master
+ * itself just starts one).  The master sends every node up the notices it
+ * lacks and asks for its vc and the notices the master lacks: then every
+ * node knows at least what the master knew when the round began, and the
+ * master learns what nodes that synchronize only among themselves made.
+ * The least of their vcs and the master's is a base that every node up
+ * knows, and that only grows: nobody sends anybody notices below it again
+ * (an encode starts at the oldest interval kept, which the receiver
+ * knows), so each node drops the intervals below the base; those its
+ * threads did not apply yet leave their pages in pend (fold).  A node
+ * attached later knows nothing, and holds no copy older than what was
  * collected: its first notices may start above what it knows (merge).  A
- * round during which a node is attached is dropped; one that leaves is no
- * longer waited for.  Master's comm thread only (each turn of its loop),
- * but the handlers. */
+ * round during which a node is attached is dropped (and begun again); one
+ * that leaves is no longer waited for.  The comm threads only. */
 static struct {
     bool on;
     uint32_t gen;
     uint64_t waiting, attached; /* nodes asked; attaches when it began */
     cb_vc_t least;
 } round;
-static uint64_t kept_after; /* the master's log after its last round */
+static uint64_t kept_after; /* our log after the last round */
+static bool asked; /* a node asked for a round (master); we asked for one (the others) */
 
 /* log_mu held: the collected intervals not applied here become pages of
  * pend (each once), applied, and the log drops them (trim).  Their diffs
@@ -757,31 +761,45 @@ static void gc_apply(const uint32_t *base)
     cb_vc_max(gc_base, base);
     fold();
     cb_mutex_unlock(&log_mu);
+    kept_after = atomic_load(&kept);
+    asked = false;
 }
 
 static void round_end(void)
 {
     round.on = false;
-    if (cb_stats.nodes_attached != round.attached)
-        return; /* a node came meanwhile, unasked */
+    if (cb_stats.nodes_attached != round.attached) {
+        asked = true; /* a node came meanwhile, unasked: again */
+        return;
+    }
     for (int n = 1; n < atomic_load(&cb.nnodes); n++)
         if (cb_node_up(n)) {
             cb_msg_t b = { .type = M_GC_BASE };
             cb_send(n, &b, round.least, sizeof round.least, false);
         }
     gc_apply(round.least);
-    kept_after = atomic_load(&kept);
 }
 
 void cb_gc_tick(void)
 {
-    if (cb.self != 0 || round.on || !cb.cfg.log_gc || atomic_load(&cb.stopping))
+    if (!cb.cfg.log_gc || atomic_load(&cb.stopping))
+        return;
+    bool grew = atomic_load_explicit(&kept, memory_order_relaxed) >=
+                kept_after + (uint64_t)cb.cfg.log_gc;
+    if (cb.self != 0) {
+        if (grew && !asked) {
+            cb_msg_t a = { .type = M_GC_ASK };
+            cb_send(0, &a, NULL, 0, false);
+            asked = true;
+        }
+        return;
+    }
+    if (round.on || !(grew || asked))
         return;
     for (int n = 1; n < cb.launched; n++)
         if (!cb_node_up(n)) /* not in yet: it must be asked too */
             return;
-    if (atomic_load_explicit(&kept, memory_order_relaxed) < kept_after + (uint64_t)cb.cfg.log_gc)
-        return;
+    asked = false;
     round.on = true;
     round.gen++;
     round.waiting = 0;
@@ -789,8 +807,13 @@ void cb_gc_tick(void)
     cb_vc_get(round.least);
     for (int n = 1; n < atomic_load(&cb.nnodes); n++)
         if (cb_node_up(n)) {
+            cb_vc_t k;
+            size_t len;
+            cb_known_get(n, k);
+            void *notices = cb_notices_encode(k, &len, NULL);
             cb_msg_t q = { .type = M_GC_QUERY, .a = round.gen };
-            cb_send(n, &q, NULL, 0, false);
+            cb_send(n, &q, notices, len, false);
+            free(notices);
             round.waiting |= 1ull << n;
         }
     if (!round.waiting)
@@ -812,23 +835,33 @@ uint64_t cb_notices_kept(uint64_t *peak)
     return k;
 }
 
-/* M_GC_QUERY a=round: reply M_GC_VC a=round, payload = our vc */
-void cb_on_gc_query(const cb_msg_t *m)
+/* M_GC_ASK: a node's log grew by CABLES_LOG_GC notices since its last round */
+void cb_on_gc_ask(void) { asked = true; }
+
+/* M_GC_QUERY a=round, payload = the master's notices we lack: merged (a
+ * node that notices reach no other way still catches up), then reply
+ * M_GC_VC a=round with ours that the master lacks (it learns those of
+ * nodes that synchronize only among themselves) and our vc */
+void cb_on_gc_query(const cb_msg_t *m, const void *p, size_t len)
 {
     cb_vc_t v;
-    cb_vc_get(v);
+    cb_notices_merge(p, len, v);
+    cb_known_update(0, v);
+    cb_known_get(0, v);
+    size_t rl;
+    void *notices = cb_notices_encode(v, &rl, NULL);
     cb_msg_t r = { .type = M_GC_VC, .a = m->a };
-    cb_send(0, &r, v, sizeof v, false);
+    cb_send(0, &r, notices, rl, false);
+    free(notices);
 }
 
 void cb_on_gc_vc(const cb_msg_t *m, const void *p, size_t len)
 {
-    if (len != sizeof(cb_vc_t))
-        cb_die("node 0: malformed vc from node %d", m->src);
+    cb_vc_t v;
+    cb_notices_merge(p, len, v);
+    cb_known_update(m->src, v);
     if (!round.on || m->a != round.gen || !(round.waiting >> m->src & 1))
         return;
-    cb_vc_t v;
-    memcpy(v, p, sizeof v);
     for (int k = 0; k < CB_MAX_NODES; k++)
         if (v[k] < round.least[k])
             round.least[k] = v[k];

@@ -105,7 +105,7 @@ enum cb_msg_type {
     M_HEAP_FREE, M_TABLE_ACK, M_ATTACH_FAILED,
     M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH, M_KEYS,
     M_CLAIM, M_CLAIM_REPLY,
-    M_GC_QUERY, M_GC_VC, M_GC_BASE,
+    M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -232,13 +232,15 @@ void cb_vc_max(uint32_t *dst, const uint32_t *vc); /* dst := the later of each e
 void cb_known_update(int node, const uint32_t *vc); /* node knows at least vc */
 void cb_known_get(int node, uint32_t *vc);
 void cb_vc_get(uint32_t *vc);
-/* collecting the notice logs (hlrc.c): the master's comm thread (each turn)
- * starts a round each time its log grew by CABLES_LOG_GC notices; a node that left
- * is not waited for; notices kept in this node's log now */
+/* collecting the notice logs (hlrc.c): each comm thread (each turn) asks
+ * for a round when its log grew by CABLES_LOG_GC notices (the master starts
+ * one); a node that left is not waited for; notices kept in this node's
+ * log now */
 void cb_gc_tick(void);
 void cb_gc_node_gone(int node);
 uint64_t cb_notices_kept(uint64_t *peak); /* and the most at once */
-void cb_on_gc_query(const cb_msg_t *m);
+void cb_on_gc_ask(void);
+void cb_on_gc_query(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_gc_vc(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_gc_base(const cb_msg_t *m, const void *p, size_t len);
 /* comm-thread handlers */

@@ -1,8 +1,9 @@
-/* notice_gc [parked]: one thread a node writes its own PAGES pages every
- * round and reads everybody's after a barrier, ROUNDS rounds (a write
- * notice per page per round).  Every word read must be the round's value:
- * collecting the notice logs (CABLES_LOG_GC) must never lose one that a
- * node still needs.  Each thread records its node's statistics at the end.
+/* notice_gc [parked|locks]: one thread a node writes its own PAGES pages
+ * every round and reads everybody's after a barrier, ROUNDS rounds (a
+ * write notice per page per round).  Every word read must be the round's
+ * value: collecting the notice logs (CABLES_LOG_GC) must never lose one
+ * that a node still needs.  Each thread records its node's statistics at
+ * the end.
  * With "parked", node 0 runs no worker: main reads every worker's first
  * values (copies of all their pages) and then only waits in the joins, as
  * in most pthreads programs, while the barriers' notices reach node 0.
@@ -10,8 +11,12 @@
  * scratch copy after), so the notices that make main's copies stale are
  * long collected when main reads every worker's last values after the
  * joins.
+ * "locks" is "parked" with a lock instead of the barriers: a worker's
+ * round writes its pages and its round number under the lock, and checks
+ * everybody's pages against their round numbers.  No notice reaches node 0
+ * before the joins but through the collection.
  * RESULT ok=1 bad=0 rounds=R kept_max=K total_min=T main_peak=P
- *   kept_max: the most notices any worker's node's log holds at the end;
+ *   kept_max: the most notices any worker's node's log held at once;
  *   total_min: the fewest notices (made + received) any worker's node had;
  *   main_peak: the most notices node 0's log held at once. */
 #include <cables.h>
@@ -23,6 +28,8 @@
 
 struct shared {
     cables_barrier_t b, all; /* the workers; all threads (parked) */
+    cables_lock_t lk;        /* locks: the rounds' */
+    long locks, ctl[64];     /* locks: the round each worker wrote last */
     long nodes, first; /* workers first..nodes-1, one on each node */
     long last; /* rounds after it write a scratch copy of the data instead */
     size_t words; /* per thread */
@@ -43,7 +50,19 @@ static void *run(void *a)
         cables_barrier_wait(&s->all);
         cables_barrier_wait(&s->all); /* main has read them */
     }
-    for (long r = 1; r <= ROUNDS; r++) {
+    for (long r = 1; s->locks && r <= ROUNDS; r++) {
+        cables_lock(&s->lk);
+        for (size_t w = 0; w < s->words; w += 512)
+            (r <= s->last ? mine : mine + s->nodes * s->words)[w] = r * 100 + me;
+        s->ctl[me] = r;
+        for (long k = s->first; k < s->nodes; k++) {
+            long last = s->ctl[k] < s->last ? s->ctl[k] : s->last;
+            for (size_t w = 0; w < s->words; w += 512)
+                bad += s->data[k * s->words + w] != (last ? last * 100 + k : k);
+        }
+        cables_unlock(&s->lk);
+    }
+    for (long r = 1; !s->locks && r <= ROUNDS; r++) {
         long last = r < s->last ? r : s->last; /* the round that wrote mine last */
         for (size_t w = 0; w < s->words; w += 512)
             (r <= s->last ? mine : mine + s->nodes * s->words)[w] = r * 100 + me;
@@ -56,19 +75,25 @@ static void *run(void *a)
     cables_stats_t st;
     cables_stats_get(&st);
     s->bad[me] = bad;
-    s->kept[me] = st.notices_kept;
+    s->kept[me] = st.notices_kept_peak;
     s->total[me] = st.write_notices_made + st.write_notices_received;
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    int parked = argc > 1 && !strcmp(argv[1], "parked");
+    int locks = argc > 1 && !strcmp(argv[1], "locks");
+    int parked = locks || (argc > 1 && !strcmp(argv[1], "parked"));
+    if (argc > 1 && !parked) {
+        fprintf(stderr, "usage: notice_gc [parked|locks]\n");
+        return 2;
+    }
     struct shared *s = cables_alloc(sizeof *s); /* static data is per node here */
     s->nodes = cables_node_count();
     s->first = parked;
+    s->locks = locks;
     if (parked && s->nodes < 2) {
-        fprintf(stderr, "notice_gc: parked needs 2 nodes or more\n");
+        fprintf(stderr, "notice_gc: %s needs 2 nodes or more\n", argv[1]);
         return 2;
     }
     s->words = PAGES * cables_page_size() / sizeof(long);
