@@ -89,6 +89,8 @@ typedef struct {
     /* write notices in this node's log now (collected: CABLES_LOG_GC), and
      * the most it held at once */
     uint64_t notices_kept, notices_kept_peak;
+    /* pages of memory in the twins' pool: the most copies twinned at once */
+    uint64_t twin_pool;
 } cables_stats_t;
 void cables_stats_get(cables_stats_t *s);
 void cables_stats_print(void);

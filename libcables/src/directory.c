@@ -511,6 +511,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
         memcpy(cb_proto_page(p), data, cb.ps);
         cb_diff_apply(cb_proto_page(p), cb.ps, d, n);
         free(d);
+        cb_twin_drop(p); /* a home page's twin is a checksum */
     } else {
         if (acc == PG_RO)
             cb_page_protect(p, 1, PROT_NONE); /* never show a half-copied page */

@@ -50,6 +50,7 @@ void cb_gas_init(void)
     cb.twins = reserve(cb.cfg.gas_size);
     cb.twin_slot = reserve(cb.npages * sizeof *cb.twin_slot);
     cb.twin_block = reserve(cb.npages / CB_TWIN_BLOCK + 1);
+    cb.twin_free = reserve(cb.npages * sizeof *cb.twin_free);
     cb.pst = reserve(cb.npages * sizeof *cb.pst);
     cb.home = reserve(cb.npages * sizeof *cb.home);
     cb.served = reserve(cb.npages * sizeof *cb.served);
@@ -170,16 +171,20 @@ void cb_populate(void *addr, size_t len, bool write)
  * page, and a new page table far more: twins at their pages' own offsets
  * cost a fault each, or a call and page tables of their own per run
  * (a home serving LU 16 runs of 2 pages 128 pages apart spent ~1 ms).
- * Twins are never freed. */
+ * A copy that is no longer writable (write-protected when idle, or
+ * invalidated) gives its slot back, and the next twin takes it: the pool
+ * grows with the copies written at once, not with all pages ever written.
+ * Its memory stays mapped.  Callers own p (cb_page_own). */
 uint8_t *cb_twin(uint64_t p)
 {
     uint32_t slot = atomic_load_explicit(&cb.twin_slot[p], memory_order_acquire);
     if (!slot) {
-        uint32_t mine = atomic_fetch_add(&cb.twin_next, 1) + 1;
-        if (mine > cb.npages)
+        cb_mutex_lock(&cb.twin_mu);
+        slot = cb.twin_nfree ? cb.twin_free[--cb.twin_nfree] : atomic_fetch_add(&cb.twin_next, 1) + 1;
+        cb_mutex_unlock(&cb.twin_mu);
+        if (slot > cb.npages)
             cb_die("node %d: out of twin slots", cb.self); /* one per page: cannot happen */
-        if (atomic_compare_exchange_strong(&cb.twin_slot[p], &slot, mine))
-            slot = mine; /* else another thread gave it one (slot): ours stays unused */
+        atomic_store_explicit(&cb.twin_slot[p], slot, memory_order_release);
     }
     uint64_t k = slot - 1, b = k / CB_TWIN_BLOCK;
     if (!atomic_load_explicit(&cb.twin_block[b], memory_order_acquire)) {
@@ -187,6 +192,16 @@ uint8_t *cb_twin(uint64_t p)
         atomic_store_explicit(&cb.twin_block[b], 1, memory_order_release);
     }
     return cb.twins + k * cb.ps;
+}
+
+void cb_twin_drop(uint64_t p)
+{
+    uint32_t slot = atomic_exchange_explicit(&cb.twin_slot[p], 0, memory_order_acq_rel);
+    if (!slot)
+        return;
+    cb_mutex_lock(&cb.twin_mu);
+    cb.twin_free[cb.twin_nfree++] = slot;
+    cb_mutex_unlock(&cb.twin_mu);
 }
 
 void cb_plist_push(cb_plist_t *l, uint64_t p)

@@ -449,6 +449,7 @@ static void close_interval(void)
         if (home != cb.self) {
             if (diff_add(batch, home, p, acks))
                 pages[nw++] = (uint32_t)p;
+            cb_twin_drop(p); /* write-protected now */
         } else if (!(held[i] & PG_TWIN) || cb_bit_take(cb.sum_stale, p) ||
                    page_sum(p) != cb.sums[p]) {
             pages[nw++] = (uint32_t)p;
@@ -695,6 +696,7 @@ void cb_acquire(const uint32_t *target)
         if (!batch && !(batch = calloc(CB_MAX_NODES, sizeof *batch)))
             cb_die("out of memory applying write notices");
         diff_add(batch, cb_home_cached(pages[i]), pages[i], acks);
+        cb_twin_drop(pages[i]);
     }
     diff_send_all(batch, acks);
     for (size_t i = 0; i < nu; i++)

@@ -213,6 +213,7 @@ static inline bool cb_bit_take(_Atomic uint64_t *b, uint64_t p)
 void cb_twin_take(uint64_t p);         /* copy p's twin := its protocol view */
 void cb_sum_take(uint64_t p);          /* home page p's checksum (its twin) := now */
 uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
+void cb_twin_drop(uint64_t p);         /* p (owned) needs its twin no more */
 void cb_release(void);                 /* flush this node's writes to homes */
 /* Tell node (a message of type: M_FREE, M_HEAP_FREE) that the shared block
  * at addr is free, after this node's next release, with its write notices
@@ -451,8 +452,10 @@ typedef struct {
     uint8_t *proto;      /* protocol view: contiguous, registered with UCX */
     uint8_t *app;        /* application view: at CB_GAS_BASE */
     uint8_t *twins;      /* the twins' pool (cb_twin) */
-    _Atomic uint32_t *twin_slot; /* page p's twin: pool slot + 1, 0 none yet */
-    _Atomic uint32_t twin_next;  /* slots handed out */
+    _Atomic uint32_t *twin_slot; /* page p's twin: pool slot + 1, 0 none */
+    _Atomic uint32_t twin_next;  /* slots mapped so far: the pool's size */
+    cb_mutex_t twin_mu;          /* the free slots (cb_twin_drop) */
+    uint32_t *twin_free, twin_nfree;
     _Atomic uint8_t *twin_block; /* block b of CB_TWIN_BLOCK slots is mapped */
     _Atomic uint32_t *pst;  /* page state words */
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */

@@ -113,6 +113,7 @@ void cables_stats_get(cables_stats_t *s)
     memcpy(s, &cb_stats, sizeof *s);
     s->misplaced_pages = cb.home ? misplaced_pages() : 0;
     s->notices_kept = cb_notices_kept(&s->notices_kept_peak);
+    s->twin_pool = atomic_load(&cb.twin_next);
 }
 
 void cables_stats_print(void)
@@ -127,7 +128,7 @@ void cables_stats_print(void)
                  (unsigned long long)s.nodes_detached);
     int n = snprintf(b, sizeof b,
         "cables: node %d stats: faults read=%llu write=%llu (on own homes %llu) | "
-        "pages fetched=%llu in %llu fetches (avg %.1f us, %llu by remote read) | written ahead=%llu | twins=%llu diffs sent=%llu bytes=%llu applied=%llu | "
+        "pages fetched=%llu in %llu fetches (avg %.1f us, %llu by remote read) | written ahead=%llu | twins=%llu (pool %llu) diffs sent=%llu bytes=%llu applied=%llu | "
         "write notices made=%llu received=%llu kept=%llu (peak %llu) invalidations=%llu refreshed=%llu | "
         "locks=%llu remote=%llu wait=%.3f ms | barriers=%llu wait=%.3f ms | "
         "homes owned=%llu moved=%llu misplaced=%llu dir lookups=%llu claimed=%llu lost=%llu | "
@@ -138,7 +139,7 @@ void cables_stats_print(void)
         (unsigned long long)s.fetches, s.fetches ? s.fetch_ns / 1e3 / (double)s.fetches : 0.0,
         (unsigned long long)s.fetches_read,
         (unsigned long long)s.written_ahead,
-        (unsigned long long)s.twins, (unsigned long long)s.diffs_sent,
+        (unsigned long long)s.twins, (unsigned long long)s.twin_pool, (unsigned long long)s.diffs_sent,
         (unsigned long long)s.diff_bytes_sent, (unsigned long long)s.diffs_applied,
         (unsigned long long)s.write_notices_made, (unsigned long long)s.write_notices_received,
         (unsigned long long)s.notices_kept, (unsigned long long)s.notices_kept_peak, (unsigned long long)s.invalidations, (unsigned long long)s.pages_refreshed,

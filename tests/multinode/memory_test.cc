@@ -1,5 +1,6 @@
 // Homes and memory over N nodes: first-touch placement, the placement
-// policies, and a sparse 1 GiB allocation.  {1,2,4} nodes x {shm,tcp}.
+// policies, a sparse 1 GiB allocation, twins given back.  {1,2,4} nodes x
+// {shm,tcp}.
 #include "harness.h"
 
 #include <sched.h>
@@ -283,3 +284,25 @@ TEST_P(Stacks, OverflowHitsTheGuardPage)
     EXPECT_EQ(res.output.find("survived"), std::string::npos) << res.describe();
 }
 INSTANTIATE_TEST_SUITE_P(Grid, Stacks, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// A copy that is no longer writable (invalidated, or write-protected after
+// its idle grace) gives its twin back: node 1 writes 4096 pages homed on
+// node 0, 64 a phase, and its twins' pool stays a small part of them
+// (before: one twin per page ever written).  Main writes other words of
+// half of the pages in the same phases: a diff against a twin given back
+// too early, or a slot shared by two pages, would put back its old words.
+class TwinReuse : public ::testing::TestWithParam<Cfg> {};
+TEST_P(TwinReuse, TwinsGoBackToThePool)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "needs node 1";
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("twin_reuse"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    long long pages = mn::get_ll(r, "pages");
+    EXPECT_EQ(pages, 4096) << res.describe();
+    EXPECT_GE(mn::get_ll(r, "twins"), pages) << res.describe();
+    EXPECT_LT(mn::get_ll(r, "pool") * 4, pages) << res.describe();
+}
+INSTANTIATE_TEST_SUITE_P(Grid, TwinReuse, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
