@@ -380,11 +380,11 @@ static bool claim_lost(uint64_t q, int home)
     uint32_t s;
     if (!cb_page_try_own(q, &s))
         return false;
-    memset(cb_twin(q), 0, cb.ps);
     cb_home_set(q, home);
     atomic_store(&cb.served[q], 0);
     uint32_t next = s;
     if ((s & PG_ACC) != PG_NONE) {
+        memset(cb_twin(q), 0, cb.ps);
         next = PG_LISTED | PG_RW; /* claimed pages are opened for writing */
         if (!(s & PG_LISTED))
             cb_plist_push(&cb.dirty, q);

@@ -134,7 +134,7 @@ void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
 void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
 {
     const uint32_t *q = buf, *end = (const uint32_t *)((const uint8_t *)buf + len);
-    uint32_t nn = *q++;
+    uint32_t nn = len >= 4 ? *q++ : UINT32_MAX;
     if (nn > CB_MAX_NODES || len < 4 + 8 * (size_t)nn)
         cb_die("node %d: malformed write notices", cb.self);
     const uint32_t *svc = q, *from = q + nn;
@@ -151,8 +151,10 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
             cb_die("node %d: write notices of node %u from interval %u but only %u known "
                    "(protocol error)", cb.self, m, from[m] + 1, vc[m]);
         for (uint32_t j = from[m]; j < svc[m]; j++) {
+            if (q >= end)
+                cb_die("node %d: truncated write notices", cb.self);
             uint32_t np = *q++;
-            if (q + np > end)
+            if ((size_t)(end - q) < np)
                 cb_die("node %d: truncated write notices", cb.self);
             if (j == vc[m] && (int)m != cb.self) {
                 uint32_t *pages = malloc(4 * (size_t)np + 1);
@@ -742,19 +744,36 @@ static bool asked; /* a node asked for a round (master); we asked for one (the o
  * so a copy invalidated later than its notice asked still gets them. */
 static void fold(void)
 {
-    size_t n = npend, cap = npend;
-    kept_add(-(int64_t)npend);
+    uint32_t *add = NULL;
+    size_t na = 0, cap = 0;
     for (int m = 0; m < atomic_load(&cb.nnodes); m++) {
         uint32_t to = gc_base[m] < vc[m] ? gc_base[m] : vc[m];
         if (m == cb.self || to <= applied[m])
             continue;
         for (uint32_t j = applied[m]; j < to; j++)
-            pages_add(&pend, &n, &cap, iv(m, j));
+            pages_add(&add, &na, &cap, iv(m, j));
         applied[m] = to;
     }
-    npend = pages_unique(pend, n);
     trim();
-    kept_add((int64_t)npend);
+    if (!na)
+        return;
+    /* the new pages sorted, then merged with pend (sorted): not the whole
+     * of pend sorted again each round, on the communication thread */
+    na = pages_unique(add, na);
+    uint32_t *all = malloc(4 * (npend + na));
+    if (!all)
+        cb_die("out of memory collecting write notices");
+    size_t i = 0, k = 0, n = 0;
+    while (i < npend || k < na) {
+        uint32_t v = k == na || (i < npend && pend[i] < add[k]) ? pend[i++] : add[k++];
+        if (n == 0 || all[n - 1] != v)
+            all[n++] = v;
+    }
+    free(pend);
+    free(add);
+    kept_add((int64_t)(n - npend));
+    pend = all;
+    npend = n;
 }
 
 static void gc_apply(const uint32_t *base)
@@ -764,7 +783,8 @@ static void gc_apply(const uint32_t *base)
     fold();
     cb_mutex_unlock(&log_mu);
     kept_after = atomic_load(&kept);
-    asked = false;
+    if (cb.self != 0)
+        asked = false; /* the master's: cleared when a round begins */
 }
 
 static void round_end(void)
@@ -786,8 +806,10 @@ void cb_gc_tick(void)
 {
     if (!cb.cfg.log_gc || atomic_load(&cb.stopping))
         return;
-    bool grew = atomic_load_explicit(&kept, memory_order_relaxed) >=
-                kept_after + (uint64_t)cb.cfg.log_gc;
+    uint64_t k = atomic_load_explicit(&kept, memory_order_relaxed);
+    if (k < kept_after)
+        kept_after = k; /* an acquire applied pend, or a trim */
+    bool grew = k >= kept_after + (uint64_t)cb.cfg.log_gc;
     if (cb.self != 0) {
         if (grew && !asked) {
             cb_msg_t a = { .type = M_GC_ASK };

@@ -35,6 +35,7 @@ static uint8_t *stack_new(size_t size)
                "%zu bytes; raise CABLES_GAS_SIZE or lower CABLES_STACK_SIZE", cb.self, size);
     for (uint64_t p = first + guard; p < first + npages; p++) {
         cb_home_set(p, cb.self);
+        cb_twin_drop(p); /* a copy's, if the range was used before */
         atomic_store(&cb.pst[p], PG_RW | PG_STACK);
     }
     cb_page_protect(first + guard, npages - guard, PROT_READ | PROT_WRITE);
