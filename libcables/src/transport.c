@@ -124,6 +124,8 @@ void cb_xport_add_peer(int node, const void *addr, size_t len)
     peer_len[node] = len;
 }
 
+/* NULL: node is gone (we stop, or it left) before we first spoke to it;
+ * its shared memory may be gone with it (UCX's sysv transport) */
 static ucp_ep_h ep_of(int node)
 {
     if (eps[node])
@@ -137,7 +139,12 @@ static ucp_ep_h ep_of(int node)
         .err_handler = { .cb = on_ep_error, .arg = (void *)(intptr_t)node },
     };
     ep.err_mode = err_mode;
-    check(ucp_ep_create(worker, &ep, &eps[node]), "endpoint creation");
+    ucs_status_t s = ucp_ep_create(worker, &ep, &eps[node]);
+    if (s != UCS_OK && (atomic_load(&cb.stopping) || !cb_node_up(node))) {
+        eps[node] = NULL;
+        return NULL;
+    }
+    check(s, "endpoint creation");
     return eps[node];
 }
 
@@ -157,7 +164,12 @@ int cb_xport_send(int dst, void *buf, size_t len)
         .user_data = buf,
         .flags = UCP_AM_SEND_FLAG_EAGER,
     };
-    ucs_status_ptr_t r = ucp_am_send_nbx(ep_of(dst), 0, NULL, 0, buf, len, &rp);
+    ucp_ep_h ep = ep_of(dst);
+    if (!ep) {
+        free(buf);
+        return -1;
+    }
+    ucs_status_ptr_t r = ucp_am_send_nbx(ep, 0, NULL, 0, buf, len, &rp);
     if (r == NULL) {
         free(buf);
         return 0;
