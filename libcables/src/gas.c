@@ -171,10 +171,11 @@ void cb_populate(void *addr, size_t len, bool write)
  * page, and a new page table far more: twins at their pages' own offsets
  * cost a fault each, or a call and page tables of their own per run
  * (a home serving LU 16 runs of 2 pages 128 pages apart spent ~1 ms).
- * A copy that is no longer writable (write-protected when idle, or
- * invalidated) gives its slot back, and the next twin takes it: the pool
- * grows with the copies written at once, not with all pages ever written.
- * Its memory stays mapped.  Callers own p (cb_page_own). */
+ * A copy that is no longer writable (write-protected when idle,
+ * invalidated, or become a home) gives its slot back, and the next twin
+ * takes it: the pool grows with the copies written at once, not with all
+ * pages ever written.  Its memory stays mapped.  Callers own p
+ * (cb_page_own). */
 uint8_t *cb_twin(uint64_t p)
 {
     uint32_t slot = atomic_load_explicit(&cb.twin_slot[p], memory_order_acquire);
