@@ -806,10 +806,10 @@ void cb_gc_tick(void)
 {
     if (!cb.cfg.log_gc || atomic_load(&cb.stopping))
         return;
-    uint64_t k = atomic_load_explicit(&kept, memory_order_relaxed);
-    if (k < kept_after)
-        kept_after = k; /* an acquire applied pend, or a trim */
-    bool grew = k >= kept_after + (uint64_t)cb.cfg.log_gc;
+    uint64_t now = atomic_load_explicit(&kept, memory_order_relaxed);
+    if (now < kept_after)
+        kept_after = now; /* an acquire applied pend, or a trim */
+    bool grew = now >= kept_after + (uint64_t)cb.cfg.log_gc;
     if (cb.self != 0) {
         if (grew && !asked) {
             cb_msg_t a = { .type = M_GC_ASK };

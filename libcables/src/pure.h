@@ -84,8 +84,8 @@ typedef struct {
     bool bind;            /* node processes sharing a machine get its CPUs in equal shares */
     bool claim_local;     /* a first touch homes the page here at once, telling the directory
                              after (false: it asks first) */
-    int log_gc;           /* the master collects the notice logs each time its own grew by
-                             this many notices (0: never) */
+    int log_gc;           /* the notice logs are collected each time one grew by this
+                             many notices (0: never) */
 } cb_config_t;
 /* ---- the master's GAS ranges (ranges.c): from top up to limit, freed
  * ones (r, in address order, none touching) handed out again if reuse */
