@@ -154,6 +154,10 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_PAGE_GROUP")) && whole(v, 1, CB_MAX_PAGE_GROUP, &c->page_group))
         cb_die("CABLES_PAGE_GROUP='%s' must be a whole number of pages from 1 to %d", v,
                CB_MAX_PAGE_GROUP);
+    c->fetch_pages = c->page_group;
+    if ((v = env("CABLES_FETCH_PAGES")) && whole(v, 1, CB_MAX_PAGE_GROUP, &c->fetch_pages))
+        cb_die("CABLES_FETCH_PAGES='%s' must be a whole number of pages from 1 to %d (a read "
+               "fault's fetch of copies brings up to that many)", v, CB_MAX_PAGE_GROUP);
     c->fetch_get = true;
     if ((v = env("CABLES_FETCH")) && either(v, "get", "msg", &c->fetch_get))
         cb_die("CABLES_FETCH='%s' must be get (read pages from the home in place where the "

@@ -26,9 +26,14 @@ static struct sigaction app_segv; /* what the application (or libc) had */
 static bool read_runs(uint64_t p, int home, uint32_t n, uint32_t runs, uint64_t stride,
                       uint64_t rec)
 {
-    for (uint32_t k = 0; k < runs; k++)
-        cb_populate(cb_proto_page(p + k * stride), n * cb.ps, true);
-    return cb_rma_read_served(home, p, n, runs, stride, rec);
+    uint64_t first[CB_MAX_FETCH_RUNS];
+    uint32_t len[CB_MAX_FETCH_RUNS];
+    for (uint32_t k = 0; k < runs; k++) {
+        first[k] = p + k * stride;
+        len[k] = n;
+        cb_populate(cb_proto_page(first[k]), n * cb.ps, true);
+    }
+    return cb_rma_read_served(home, runs, first, len, rec);
 }
 
 /* A remote read of pages [p, p + *got) from home, and of as many of the
@@ -190,10 +195,10 @@ static bool take_page(uint64_t q, int home, bool after_prev, uint32_t *s)
     return true;
 }
 
-static uint32_t take_next(uint64_t p, int home, uint32_t *state)
+static uint32_t take_next(uint64_t p, int home, uint32_t limit, uint32_t *state)
 {
     uint32_t k = 0;
-    while (k + 1 < (uint32_t)cb.cfg.page_group && take_page(p + k + 1, home, true, &state[k]))
+    while (k + 1 < limit && take_page(p + k + 1, home, true, &state[k]))
         k++;
     return k;
 }
@@ -318,13 +323,19 @@ int cb_fault(uint64_t p, bool write)
     uint32_t run_state[CB_MAX_FETCH_PAGES], taken = 1, runs = 1;
     uint64_t stride = 0;
     if (home < 0 && (s & PG_ACC) == PG_NONE) {
-        nnext = take_next(p, -1, next_state);
+        nnext = take_next(p, -1, (uint32_t)cb.cfg.page_group, next_state);
         got = 1 + nnext;
         uint32_t claimed = cb_claim(p, got);
         if (claimed) { /* homed here at once (directory.c) */
             home = cb.self;
             got = claimed;
         } else {
+            if (cb.cfg.claim_local && !write && got > (uint32_t)cb.cfg.fetch_pages) {
+                for (uint32_t i = (uint32_t)cb.cfg.fetch_pages - 1; i < nnext; i++)
+                    cb_page_unown(p + 1 + i, next_state[i]);
+                nnext = (uint32_t)cb.cfg.fetch_pages - 1;
+                got = 1 + nnext;
+            }
             taken = runs = take_runs(p, -1, got, &stride, run_state);
             home = fetch(p, -1, &got, stride, &runs);
             fetched = home >= 0 && home != cb.self;
@@ -345,7 +356,7 @@ int cb_fault(uint64_t p, bool write)
     }
     cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
     if (home >= 0 && st.act & ACT_FETCH && !fetched) {
-        nnext = take_next(p, home, next_state);
+        nnext = take_next(p, home, (uint32_t)(write ? cb.cfg.page_group : cb.cfg.fetch_pages), next_state);
         got = 1 + nnext;
         taken = runs = take_runs(p, home, got, &stride, run_state);
         home = fetch(p, home, &got, stride, &runs);

@@ -582,9 +582,19 @@ void cb_release(void)
  * hot for CABLES_REFRESH (8) such acquires; then one invalidation tells
  * again if it is still read.  A copy just fetched is hot for 4 (fault.c).
  * Only where fetches read in place too (CABLES_FETCH=get, a transport
- * that can).  Pages are read in runs (contiguous, one home, one move
- * epoch); a run that cannot be read is invalidated after all. */
-typedef struct { size_t i0; uint64_t first, rec; uint32_t n; int home; } refresh_t;
+ * that can).  Pages are read in runs (contiguous), up to REFRESH_RUNS
+ * runs of one home and move epoch together, with one read of the epoch
+ * after them (a transpose's copies are half rows: half the remote reads
+ * of a run at a time); runs that cannot be read are invalidated after all. */
+enum { REFRESH_RUNS = 64 };
+typedef struct {
+    uint64_t rec;
+    int home;
+    uint32_t nruns;
+    size_t i0[REFRESH_RUNS]; /* run k's first page is pages[i0[k]] */
+    uint64_t first[REFRESH_RUNS];
+    uint32_t n[REFRESH_RUNS];
+} refresh_t;
 
 static bool hot_copy(uint64_t p, int home)
 {
@@ -594,37 +604,58 @@ static bool hot_copy(uint64_t p, int home)
            cb_rma_ready(home);
 }
 
-/* the run's pages stay owned, their states in held[] (as they were, or
- * invalidated if the read failed) */
+/* The runs of one home and move epoch, read together (one check of the
+ * epoch after them all).  Their pages stay owned, their states in held[]
+ * (as they were, or invalidated if the read failed). */
 static void refresh_end(refresh_t *r, uint32_t *held)
 {
-    if (!r->n)
+    if (!r->nruns)
         return;
-    if (cb_rma_read_served(r->home, r->first, r->n, 1, 0, r->rec)) {
-        for (uint32_t k = 0; k < r->n; k++)
-            atomic_fetch_sub_explicit(&cb.hot[r->first + k], 1, memory_order_relaxed);
-        STAT_ADD(pages_refreshed, r->n);
-    } else { /* a page moved at the home, or it cannot be read: invalidated */
-        cb_page_protect(r->first, r->n, PROT_NONE);
-        for (uint32_t k = 0; k < r->n; k++) {
-            held[r->i0 + k] = cb_page_next(held[r->i0 + k], false, EV_INVALIDATE).next;
-            atomic_store_explicit(&cb.served[r->first + k], 0, memory_order_relaxed);
+    bool ok = cb_rma_read_served(r->home, r->nruns, r->first, r->n, r->rec);
+    for (uint32_t k = 0; k < r->nruns; k++) {
+        uint64_t first = r->first[k];
+        uint32_t n = r->n[k];
+        if (ok) {
+            for (uint32_t j = 0; j < n; j++)
+                atomic_fetch_sub_explicit(&cb.hot[first + j], 1, memory_order_relaxed);
+            STAT_ADD(pages_refreshed, n);
+            continue;
         }
-        STAT_ADD(invalidations, r->n);
+        /* a page moved at the home, or it cannot be read: invalidated */
+        cb_page_protect(first, n, PROT_NONE);
+        for (uint32_t j = 0; j < n; j++) {
+            held[r->i0[k] + j] = cb_page_next(held[r->i0[k] + j], false, EV_INVALIDATE).next;
+            atomic_store_explicit(&cb.served[first + j], 0, memory_order_relaxed);
+        }
+        STAT_ADD(invalidations, n);
     }
-    r->n = 0;
+    r->nruns = 0;
 }
 
 static void refresh_add(refresh_t *r, size_t i, uint64_t p, int home, uint32_t *held)
 {
     uint64_t rec = atomic_load_explicit(&cb.served[p], memory_order_relaxed);
-    if (r->n && p == r->first + r->n && home == r->home && rec == r->rec &&
-        r->n < CB_MAX_FETCH_PAGES) {
-        r->n++;
-        return;
+    uint32_t k = r->nruns;
+    if (k && home == r->home && rec == r->rec) {
+        if (p == r->first[k - 1] + r->n[k - 1] && r->n[k - 1] < CB_MAX_FETCH_PAGES) {
+            r->n[k - 1]++;
+            return;
+        }
+        if (k < REFRESH_RUNS) {
+            r->i0[k] = i;
+            r->first[k] = p;
+            r->n[k] = 1;
+            r->nruns++;
+            return;
+        }
     }
     refresh_end(r, held);
-    *r = (refresh_t){ i, p, rec, 1, home };
+    r->home = home;
+    r->rec = rec;
+    r->i0[0] = i;
+    r->first[0] = p;
+    r->n[0] = 1;
+    r->nruns = 1;
 }
 
 void cb_acquire(const uint32_t *target)
@@ -666,7 +697,7 @@ void cb_acquire(const uint32_t *target)
     if (!held)
         cb_die("out of memory applying write notices");
     cb_prot_run_t run = { 0 };
-    refresh_t fresh = { 0 };
+    refresh_t fresh = { .nruns = 0 };
     for (size_t i = 0; i < nu; i++) {
         uint64_t p = pages[i];
         uint32_t s = cb_page_own(p);

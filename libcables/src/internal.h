@@ -175,14 +175,11 @@ void cb_rma_fini(void);
 void *cb_rma_keys(size_t *len);
 void cb_rma_peer(int node, const void *keys, size_t len);
 bool cb_rma_ready(int node);
-/* runs of n pages at page + r * stride, r < runs, to dst likewise; then
- * the node's move epoch */
-int cb_rma_get(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride, void *dst,
-               uint64_t *epoch);
-/* the same into the protocol view, of pages node served this node before
- * (rec: their cb.served record): true if read and node's move epoch after
- * the data is still rec's (no page moved in or out of it since) */
-bool cb_rma_read_served(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride,
+/* Reads from node, into the protocol view, runs of pages it served this
+ * node before (run k: n[k] pages from first[k]; rec: their cb.served
+ * record), then node's move epoch: true if all were read and the epoch
+ * after the data is still rec's (no page moved in or out of it since). */
+bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const uint32_t *n,
                         uint64_t rec);
 
 /* ---- write notices and intervals (hlrc.c) ---- */

@@ -75,8 +75,10 @@ typedef struct {
     int threads_per_node; /* a node's capacity: more threads attach a new node */
     int max_nodes;        /* nodes present at once, attached ones included (0: the launched) */
     int page_group;       /* pages one fault handles: a first touch homes the aligned group; a
-                             fetch brings the invalid ones after the faulting one, up to this
-                             many; a write fault on a home page opens that many */
+                             write fault's fetch brings the invalid ones after the faulting one,
+                             up to this many; a write fault on a home page opens that many */
+    int fetch_pages;      /* a read fault's fetch of copies brings up to this many pages (the
+                             page group unless set): runs this long when the stride holds */
     bool fetch_get;       /* fetch by remote reads where the transport does them in place */
     int fetch_runs;       /* a fetch whose faults follow a stride brings up to this many runs */
     int refresh;          /* acquires that refresh in place a copy read again after an

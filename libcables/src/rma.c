@@ -188,37 +188,30 @@ static ucs_status_t get(peer_t *p, void *dst, size_t len, uint64_t raddr, uct_rk
     return c.status;
 }
 
-int cb_rma_get(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride, void *dst,
-               uint64_t *epoch)
+bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const uint32_t *n,
+                        uint64_t rec)
 {
     if (!cb_rma_ready(node))
-        return -1;
+        return false;
+    bool app = cb_app_thread;
+    cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
+    uint64_t epoch = 0;
     cb_mutex_lock(&mu);
     peer_t *p = &peers[node];
     ucs_status_t s = UCS_ERR_NO_ELEM;
     if (atomic_load(&ready[node])) {
         s = UCS_OK;
-        for (uint32_t r = 0; r < runs && s == UCS_OK; r++)
-            s = get(p, (uint8_t *)dst + r * stride * cb.ps, (size_t)n * cb.ps,
-                    p->store_base + (page + r * stride) * cb.ps, p->store.rkey);
+        for (uint32_t k = 0; k < count && s == UCS_OK; k++)
+            s = get(p, cb_proto_page(first[k]), (size_t)n[k] * cb.ps,
+                    p->store_base + first[k] * cb.ps, p->store.rkey);
         if (s == UCS_OK) /* after the data, in that order */
-            s = get(p, epoch, sizeof *epoch, p->moves_at, p->moves.rkey);
+            s = get(p, &epoch, sizeof epoch, p->moves_at, p->moves.rkey);
         if (s != UCS_OK) /* the node is gone, or reads fail: messages from now on */
             atomic_store(&ready[node], false);
     }
     cb_mutex_unlock(&mu);
-    return s == UCS_OK ? 0 : -1;
-}
-
-bool cb_rma_read_served(int node, uint64_t page, uint32_t n, uint32_t runs, uint64_t stride,
-                        uint64_t rec)
-{
-    uint64_t epoch;
-    bool app = cb_app_thread;
-    cb_app_thread = false; /* what UCX allocates is the runtime's (heap.c) */
-    int rc = cb_rma_get(node, page, n, runs, stride, cb_proto_page(page), &epoch);
     cb_app_thread = app;
-    return rc == 0 && (uint32_t)epoch == (uint32_t)rec;
+    return s == UCS_OK && (uint32_t)epoch == (uint32_t)rec;
 }
 
 void cb_rma_fini(void)

@@ -16,6 +16,7 @@ class HomeMoveRace : public ::testing::TestWithParam<Cfg> {};
 class CondVar : public ::testing::TestWithParam<Cfg> {};
 class RemoteRead : public ::testing::TestWithParam<Cfg> {};
 class StridedRead : public ::testing::TestWithParam<Cfg> {};
+class HalfRows : public ::testing::TestWithParam<Cfg> {};
 class IdleGrace : public ::testing::TestWithParam<Cfg> {};
 class CopyWriteAhead : public ::testing::TestWithParam<Cfg> {};
 class NoticeGc : public ::testing::TestWithParam<Cfg> {};
@@ -196,6 +197,28 @@ TEST_P(StridedRead, StridedFetchesBringTheColumnAndMissNoWrite)
     }
 }
 
+// Half of each written row read from another node (a transpose): a fetch
+// brings the row's other half along, unless CABLES_FETCH_PAGES keeps it
+// to the half read; the values are node 0's either way (half_rows.c).
+TEST_P(HalfRows, FetchPagesBoundWhatAFetchBrings)
+{
+    const Cfg c = GetParam();
+    for (const char *fp : {"16", "4"}) {
+        SCOPED_TRACE(fp);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("half_rows"), {},
+                                  {{"CABLES_FETCH_PAGES", fp}});
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        long needed = mn::get_ll(r, "needed"), pages = mn::get_ll(r, "pages");
+        if (c.nodes == 1)
+            EXPECT_EQ(pages, 0) << res.describe();
+        else if (fp[0] == '4')
+            EXPECT_EQ(pages, needed) << res.describe();
+        else
+            EXPECT_GE(pages, 2 * needed) << res.describe();
+    }
+}
+
 // A written copy stays writable through its idle grace (hlrc.c): written
 // again after 3 releases that found it unwritten, it takes no fault, and
 // the home still gets those writes; after 7 it was protected and faults;
@@ -293,6 +316,7 @@ TEST_P(NoticeGc, LockOnlyProgramsAreCollectedToo)
 INSTANTIATE_TEST_SUITE_P(Grid, NoticeGc, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, CopyWriteAhead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, IdleGrace, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, HalfRows, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, StridedRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, RemoteRead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, LockVisibility, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

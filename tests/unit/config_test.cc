@@ -83,7 +83,8 @@ protected:
                                             "CABLES_HOME_POLICY", "CABLES_STATS",
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
                                             "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
-                                            "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC"};
+                                            "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC",
+                                            "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -114,6 +115,26 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_TRUE(c.fetch_get);
     EXPECT_TRUE(c.claim_local);
     EXPECT_EQ(c.log_gc, 1 << 18);
+    EXPECT_EQ(c.page_group, 16);
+    EXPECT_EQ(c.fetch_pages, 16);
+}
+
+// a fetch brings a page group unless CABLES_FETCH_PAGES says otherwise
+TEST_F(ConfigLoad, FetchPagesFollowThePageGroup)
+{
+    setenv("CABLES_PAGE_GROUP", "4", 1);
+    cb_config_t c = Load();
+    EXPECT_EQ(c.page_group, 4);
+    EXPECT_EQ(c.fetch_pages, 4);
+    setenv("CABLES_FETCH_PAGES", "64", 1);
+    c = Load();
+    EXPECT_EQ(c.page_group, 4);
+    EXPECT_EQ(c.fetch_pages, 64);
+    unsetenv("CABLES_PAGE_GROUP");
+    setenv("CABLES_FETCH_PAGES", "1", 1);
+    c = Load();
+    EXPECT_EQ(c.page_group, 16);
+    EXPECT_EQ(c.fetch_pages, 1);
 }
 
 TEST_F(ConfigLoad, GoodValues)
@@ -180,6 +201,9 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_FETCH", "rma"},        {"CABLES_FETCH", "getmsg"},
         {"CABLES_CLAIM", "dir"},        {"CABLES_CLAIM", "1"},
         {"CABLES_LOG_GC", "-1"},        {"CABLES_LOG_GC", "1k"},
+        {"CABLES_PAGE_GROUP", "0"},     {"CABLES_PAGE_GROUP", "65"},
+        {"CABLES_FETCH_PAGES", "0"},    {"CABLES_FETCH_PAGES", "65"},
+        {"CABLES_FETCH_PAGES", "4p"},
     };
     for (auto &b : bad) {
         SetUp();
