@@ -92,7 +92,12 @@ typedef struct {
     /* pages of memory in the twins' pool: the most copies twinned at once */
     uint64_t twin_pool;
 } cables_stats_t;
-void cables_stats_get(cables_stats_t *s);
+/* Fills the first size bytes of *s: fields are only ever appended, so a
+ * program built against an older cables.h gets the ones it knows and no
+ * byte past its struct is written.  cables_stats_get passes the size this
+ * header's struct has. */
+void cables_stats_get_sized(cables_stats_t *s, size_t size);
+#define cables_stats_get(s) cables_stats_get_sized((s), sizeof *(s))
 void cables_stats_print(void);
 
 #ifdef __cplusplus

@@ -108,12 +108,14 @@ static uint64_t misplaced_pages(void)
     return n;
 }
 
-void cables_stats_get(cables_stats_t *s)
+void cables_stats_get_sized(cables_stats_t *s, size_t size)
 {
-    memcpy(s, &cb_stats, sizeof *s);
-    s->misplaced_pages = cb.home ? misplaced_pages() : 0;
-    s->notices_kept = cb_notices_kept(&s->notices_kept_peak);
-    s->twin_pool = atomic_load(&cb.twin_next);
+    cables_stats_t all;
+    memcpy(&all, &cb_stats, sizeof all);
+    all.misplaced_pages = cb.home ? misplaced_pages() : 0;
+    all.notices_kept = cb_notices_kept(&all.notices_kept_peak);
+    all.twin_pool = atomic_load(&cb.twin_next);
+    memcpy(s, &all, size < sizeof all ? size : sizeof all);
 }
 
 void cables_stats_print(void)

@@ -20,6 +20,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{ "counter", "20000", "2" },
                       std::vector<std::string>{ "first_touch" },
                       std::vector<std::string>{ "sparse" },
+                      std::vector<std::string>{ "stats_sized" },
                       std::vector<std::string>{ "placement", "api", "round-robin" }),
     [](const ::testing::TestParamInfo<std::vector<std::string>> &i) {
         return i.param[0] + "_" + std::to_string(i.index);
