@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -315,6 +316,9 @@ static void *comm_main(void *arg)
 {
     (void)arg;
     atomic_store(&comm_kid, gettid());
+    prctl(PR_GET_NAME, cb.app_name); /* main's, inherited */
+    prctl(PR_SET_NAME, "cables-comm");
+    cb_numa_comm_thread();
     /* it sleeps when idle and runs briefly when woken: favour it over the
      * application threads, which may keep every CPU busy while a peer waits
      * for its answer (where allowed; not real-time: a container may give

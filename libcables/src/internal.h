@@ -412,6 +412,10 @@ void cb_peer_failed(int node, const char *why) __attribute__((noreturn));
 
 /* numa.c */
 void cb_numa_place(int local_rank, int local_size);
+/* the communication thread's CPU, and an application thread's CPUs
+ * (numa.c: where a node process has more than one CPU) */
+void cb_numa_comm_thread(void);
+void cb_numa_app_thread(void);
 
 /* stats.c */
 extern cables_stats_t cb_stats;
@@ -485,6 +489,7 @@ typedef struct {
     char hosts[CB_MAX_NODES][64];
     _Atomic bool stopping;
     _Atomic bool comm_down; /* the communication thread has ended */
+    char app_name[16];      /* the program's thread name, for the threads the comm thread starts */
     _Atomic uint64_t diffs_out; /* diff records sent, not yet acknowledged */
     /* the program's static data: GAS pages [0, nstatic) mapped at these ranges */
     cb_alias_t alias[2];

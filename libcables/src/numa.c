@@ -6,28 +6,45 @@
  * communication threads then hand work to each other on the same CPUs, and
  * the CPUs of the others are left to them: OCEAN, LU and RADIX at 2 nodes
  * on 2 CPUs ran 5-20% faster than with every thread free to run anywhere
- * (FFT within noise). */
+ * (FFT within noise).  Where a node process has more than one CPU (alone
+ * on the machine, or a share of several), its communication thread runs on
+ * the CPU its main thread was on at the start, and so does main until a
+ * second application thread starts there; then they all may run on all of
+ * the node's CPUs.  Waking a thread on an idle CPU of this VM slows the
+ * whole process: OCEAN -p 1 at 1 node, its communication thread woken on
+ * the other CPU at each of its 899 barriers, took 1.7-2.0 s where native
+ * takes 1.17-1.25; with the communication thread pinned and main free, 2
+ * runs of 6 still took 1.75-1.9 s (main had moved); with both pinned,
+ * 1.18-1.22.  Main kept there with a second thread computing made LU -p 2
+ * 8% slower, hence it is let go then. */
 #include <numa.h>
 #include <numaif.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include "internal.h"
 
+static cpu_set_t node_cpus; /* the node process's CPUs, when comm_cpu >= 0 */
+static int comm_cpu = -1;   /* the communication thread's CPU, or -1: free */
+static pid_t main_tid;      /* kept on comm_cpu until another application thread starts */
+static _Atomic bool main_free;
+
 /* this process's share: CPUs [rank * k, rank * k + k) of the allowed ones,
- * k = allowed / local_size; nothing changes if k < 1 (best effort) */
-static void bind_cpus(int local_rank, int local_size)
+ * k = allowed / local_size; nothing changes if k < 1 (best effort).  True
+ * if it has CPUs of its own (a share, or all of them when alone). */
+static bool bind_cpus(int local_rank, int local_size)
 {
     cpu_set_t allowed, mine;
     if (sched_getaffinity(0, sizeof allowed, &allowed))
-        return;
+        return false;
     int n = CPU_COUNT(&allowed), k = local_size > 0 ? n / local_size : 0;
     if (k < 1 || k == n)
-        return;
+        return k == n;
     CPU_ZERO(&mine);
     for (int c = 0, i = 0; c < CPU_SETSIZE && i < (local_rank + 1) * k; c++)
         if (CPU_ISSET(c, &allowed) && i++ >= local_rank * k)
             CPU_SET(c, &mine);
-    if (sched_setaffinity(0, sizeof mine, &mine)) {}
+    return sched_setaffinity(0, sizeof mine, &mine) == 0;
 }
 
 void cb_numa_place(int local_rank, int local_size)
@@ -41,6 +58,34 @@ void cb_numa_place(int local_rank, int local_size)
         return;
     }
     /* when nodes may attach later (launched apart), all run anywhere */
-    if (cb.cfg.bind && cb.cfg.max_nodes <= cb.launched && cb.self < cb.launched)
-        bind_cpus(local_rank, local_size);
+    if (!cb.cfg.bind || cb.cfg.max_nodes > cb.launched || cb.self >= cb.launched)
+        return;
+    int cpu = bind_cpus(local_rank, local_size) ? sched_getcpu() : -1;
+    if (cpu >= 0 && !sched_getaffinity(0, sizeof node_cpus, &node_cpus) &&
+        CPU_COUNT(&node_cpus) > 1 && CPU_ISSET(cpu, &node_cpus)) {
+        comm_cpu = cpu;
+        main_tid = gettid();
+        cb_numa_comm_thread(); /* main, with it until a second thread starts here */
+    }
+}
+
+void cb_numa_comm_thread(void)
+{
+    if (comm_cpu < 0)
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(comm_cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one)) {}
+}
+
+/* an application thread starts here (by the communication thread, whose
+ * CPU it would keep): it and main may run on all the node's CPUs */
+void cb_numa_app_thread(void)
+{
+    if (comm_cpu < 0)
+        return;
+    if (sched_setaffinity(0, sizeof node_cpus, &node_cpus)) {}
+    if (!atomic_exchange(&main_free, true) &&
+        sched_setaffinity(main_tid, sizeof node_cpus, &node_cpus)) {}
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <uthash.h>
 
 #include "internal.h"
@@ -45,6 +46,9 @@ static void *trampoline(void *a)
 {
     th_start_t st = *(th_start_t *)a;
     free(a);
+    /* started by the communication thread: the program's name and CPUs, not its */
+    prctl(PR_SET_NAME, cb.app_name);
+    cb_numa_app_thread();
     cb_tid = st.tid;
     cb_thr = st.thr;
     cb_app_thread = true;

@@ -171,7 +171,7 @@ static std::vector<std::string> split(const std::string &s)
     return v;
 }
 
-TEST_P(Bind, NodesSharingAMachineGetEqualDisjointCpus)
+TEST_P(Bind, NodesSharingAMachineGetEqualDisjointCpusAndTheCommThreadOne)
 {
     const Cfg c = GetParam();
     cpu_set_t set;
@@ -182,14 +182,24 @@ TEST_P(Bind, NodesSharingAMachineGetEqualDisjointCpus)
         auto res = mn::run_cables(c.nodes, c.transport, mn::prog("cpus"), {},
                                   { { "CABLES_BIND", bind } });
         MN_EXPECT_RUN_OK(res, r);
-        auto counts = split(r["counts"]), masks = split(r["masks"]);
+        auto counts = split(r["counts"]), masks = split(r["masks"]), comm = split(r["comm"]);
         ASSERT_EQ((int)counts.size(), c.nodes) << res.describe();
         ASSERT_EQ((int)masks.size(), c.nodes) << res.describe();
+        ASSERT_EQ((int)comm.size(), c.nodes) << res.describe();
         const bool bound = bind == "auto" && c.nodes > 1 && share >= 1;
+        // with CPUs of its own, a node's communication thread keeps to one
+        // of them (its application threads, probed here, have them all)
+        const bool pinned = bind == "auto" && share >= 1;
+        // so does main until a second application thread starts on its node
+        EXPECT_EQ(mn::get_ll(r, "main_alone"), pinned && share > 1 ? 1 : bound ? share : cpus)
+            << res.describe();
+        EXPECT_EQ(mn::get_ll(r, "main_after"), bound ? share : cpus) << res.describe();
         unsigned long long seen = 0;
         for (int i = 0; i < c.nodes; i++) {
             EXPECT_EQ(std::stoi(counts[i]), bound ? share : cpus) << "node " << i << "\n"
                                                                  << res.describe();
+            EXPECT_EQ(std::stoi(comm[i]), pinned ? 1 : cpus) << "node " << i << "\n"
+                                                             << res.describe();
             unsigned long long m = std::stoull(masks[i], nullptr, 16);
             if (bound && cpus <= 64) {
                 EXPECT_EQ(m & seen, 0ull) << "node " << i << " shares a CPU\n" << res.describe();
