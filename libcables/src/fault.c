@@ -195,6 +195,13 @@ static bool take_page(uint64_t q, int home, bool after_prev, uint32_t *s)
     return true;
 }
 
+/* the most pages a fetch of copies brings: a read fault's CABLES_FETCH_PAGES,
+ * a write fault's page group (its copies are written ahead) */
+static uint32_t fetch_limit(bool write)
+{
+    return (uint32_t)(write ? cb.cfg.page_group : cb.cfg.fetch_pages);
+}
+
 static uint32_t take_next(uint64_t p, int home, uint32_t limit, uint32_t *state)
 {
     uint32_t k = 0;
@@ -330,11 +337,12 @@ int cb_fault(uint64_t p, bool write)
             home = cb.self;
             got = claimed;
         } else {
-            if (cb.cfg.claim_local && !write && got > (uint32_t)cb.cfg.fetch_pages) {
-                for (uint32_t i = (uint32_t)cb.cfg.fetch_pages - 1; i < nnext; i++)
+            uint32_t limit = fetch_limit(write);
+            if (cb.cfg.claim_local && got > limit) { /* taken for a claim, not a fetch */
+                for (uint32_t i = limit - 1; i < nnext; i++)
                     cb_page_unown(p + 1 + i, next_state[i]);
-                nnext = (uint32_t)cb.cfg.fetch_pages - 1;
-                got = 1 + nnext;
+                nnext = limit - 1;
+                got = limit;
             }
             taken = runs = take_runs(p, -1, got, &stride, run_state);
             home = fetch(p, -1, &got, stride, &runs);
@@ -356,7 +364,7 @@ int cb_fault(uint64_t p, bool write)
     }
     cb_page_step_t st = cb_page_next(s, is_home, write ? EV_WRITE_FAULT : EV_READ_FAULT);
     if (home >= 0 && st.act & ACT_FETCH && !fetched) {
-        nnext = take_next(p, home, (uint32_t)(write ? cb.cfg.page_group : cb.cfg.fetch_pages), next_state);
+        nnext = take_next(p, home, fetch_limit(write), next_state);
         got = 1 + nnext;
         taken = runs = take_runs(p, home, got, &stride, run_state);
         home = fetch(p, home, &got, stride, &runs);

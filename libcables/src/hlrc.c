@@ -636,26 +636,20 @@ static void refresh_add(refresh_t *r, size_t i, uint64_t p, int home, uint32_t *
 {
     uint64_t rec = atomic_load_explicit(&cb.served[p], memory_order_relaxed);
     uint32_t k = r->nruns;
-    if (k && home == r->home && rec == r->rec) {
-        if (p == r->first[k - 1] + r->n[k - 1] && r->n[k - 1] < CB_MAX_FETCH_PAGES) {
-            r->n[k - 1]++;
-            return;
-        }
-        if (k < REFRESH_RUNS) {
-            r->i0[k] = i;
-            r->first[k] = p;
-            r->n[k] = 1;
-            r->nruns++;
-            return;
-        }
+    bool same = k && home == r->home && rec == r->rec;
+    if (same && p == r->first[k - 1] + r->n[k - 1] && r->n[k - 1] < CB_MAX_FETCH_PAGES) {
+        r->n[k - 1]++;
+        return;
     }
-    refresh_end(r, held);
-    r->home = home;
-    r->rec = rec;
-    r->i0[0] = i;
-    r->first[0] = p;
-    r->n[0] = 1;
-    r->nruns = 1;
+    if (!same || k == REFRESH_RUNS) {
+        refresh_end(r, held);
+        r->home = home;
+        r->rec = rec;
+    }
+    k = r->nruns++;
+    r->i0[k] = i;
+    r->first[k] = p;
+    r->n[k] = 1;
 }
 
 void cb_acquire(const uint32_t *target)
@@ -697,7 +691,7 @@ void cb_acquire(const uint32_t *target)
     if (!held)
         cb_die("out of memory applying write notices");
     cb_prot_run_t run = { 0 };
-    refresh_t fresh = { .nruns = 0 };
+    refresh_t fresh = { 0 };
     for (size_t i = 0; i < nu; i++) {
         uint64_t p = pages[i];
         uint32_t s = cb_page_own(p);
