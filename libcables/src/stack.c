@@ -4,8 +4,8 @@
  * stack for the application's function; its fault handler runs on a
  * private alternate stack.  A stack is homed where its thread runs and its
  * pages are writable from the start and stay so (PG_STACK): the runtime's
- * own frames live there and must never fault.  Each stack has a guard page
- * left out of its allocation, and stacks are reused on their node. */
+ * own frames live there and must never fault.  Each stack has guard pages
+ * (64 KiB) left out of its allocation, and stacks are reused on their node. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +19,7 @@
 #include "internal.h"
 
 #define ALT_SIZE (64 * 1024)
+#define GUARD_BYTES (64 * 1024)
 
 static cb_mutex_t free_mu = CB_MUTEX_INIT;
 static struct free_stack { uint8_t *base; size_t size; } *free_stacks; /* private memory */
@@ -26,7 +27,10 @@ static size_t nfree, capfree;
 
 static uint8_t *stack_new(size_t size)
 {
-    uint64_t guard = 1, npages = size / cb.ps + guard;
+    /* guard pages: 64 KiB at least, so that a frame of up to that much that
+     * begins past the guard (a 4 KiB array written from its low end) hits
+     * it instead of the live frames of the stack below it */
+    uint64_t guard = (GUARD_BYTES + cb.ps - 1) / cb.ps, npages = size / cb.ps + guard;
     cb_msg_t m = { .type = M_ALLOC, .a = npages * cb.ps, .b = CABLES_POLICY_FIXED,
                    .c = (uint64_t)cb.self, .d = guard };
     uint64_t first = (uint64_t)cb_rpc(0, &m, NULL);
