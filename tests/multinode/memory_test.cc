@@ -1,5 +1,5 @@
 // Homes and memory over N nodes: first-touch placement, the placement
-// policies, a sparse 1 GiB allocation, twins given back.  {1,2,4} nodes x
+// policies, a sparse 1 GiB allocation, a scatter, twins given back.  {1,2,4} nodes x
 // {shm,tcp}.
 #include "harness.h"
 
@@ -13,6 +13,7 @@ using mn::Cfg;
 class FirstTouch : public ::testing::TestWithParam<Cfg> {};
 class Placement : public ::testing::TestWithParam<Cfg> {};
 class Sparse : public ::testing::TestWithParam<Cfg> {};
+class Scatter : public ::testing::TestWithParam<Cfg> {};
 class PrivateHome : public ::testing::TestWithParam<Cfg> {};
 
 // Node i first writes block i: block i is homed at node i, and writing it
@@ -136,7 +137,20 @@ TEST_P(Sparse, OnePercentTouchedCostsOnePercent)
 
 INSTANTIATE_TEST_SUITE_P(Grid, FirstTouch, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Placement, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+// Writing pages of 64 runs in turn maps the pages written, not the page
+// groups their faults opened (scatter.c).
+TEST_P(Scatter, MapsOnlyThePagesWritten)
+{
+    const Cfg c = GetParam();
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("scatter"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "written"), 64 * 17) << res.describe();
+    EXPECT_LE(mn::get_ll(r, "rss_delta"), mn::get_ll(r, "hi")) << res.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(Grid, Sparse, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+INSTANTIATE_TEST_SUITE_P(Grid, Scatter, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 
 // A page homed on its writer and fetched by nobody costs at most one write fault
 // in all and no write notices, however many barriers; once another node has
