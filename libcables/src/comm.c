@@ -81,16 +81,22 @@ static int wake_comm(void)
     return syscall(SYS_write, evfd, &one, sizeof one) < 0 ? -1 : 0;
 }
 
-static void post(cb_op_t *op)
+void cb_comm_kick(void)
 {
-    cb_mutex_lock(&q_mu);
-    q_push(&inq, op);
-    cb_mutex_unlock(&q_mu);
     /* seq_cst pairs with the comm thread's store-then-check before sleeping */
     if (!atomic_load(&comm_sleeping))
         return;
     if (wake_comm() < 0 && errno != EAGAIN)
         cb_die("cannot wake the communication thread: %s", strerror(errno));
+}
+
+static void post(cb_op_t *op, bool wake)
+{
+    cb_mutex_lock(&q_mu);
+    q_push(&inq, op);
+    cb_mutex_unlock(&q_mu);
+    if (wake)
+        cb_comm_kick();
 }
 
 /* Put a message on the wire (comm thread only). */
@@ -116,7 +122,8 @@ void cb_forward(int dst, const cb_msg_t *m, const void *payload, size_t len)
     transmit(dst, m, payload, len); /* comm thread: src and waiter kept */
 }
 
-void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own)
+static void send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own,
+                 bool wake)
 {
     cb_msg_t h = *hdr;
     h.src = cb.self;
@@ -126,7 +133,17 @@ void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool
             free((void *)payload);
         return;
     }
-    post(op_new(dst, &h, payload, len, own));
+    post(op_new(dst, &h, payload, len, own), wake);
+}
+
+void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own)
+{
+    send(dst, hdr, payload, len, own, true);
+}
+
+void cb_send_quiet(int dst, const cb_msg_t *hdr)
+{
+    send(dst, hdr, NULL, 0, false, false);
 }
 
 _Static_assert(sizeof(cb_op_t) <= sizeof(((cb_waiter_t *)0)->op), "cb_waiter_t.op too small");
@@ -138,11 +155,11 @@ void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_
     hdr->src = cb.self;
     hdr->waiter = (uintptr_t)w;
     if (len) {
-        post(op_new(dst, hdr, payload, len, false));
+        post(op_new(dst, hdr, payload, len, false), true);
     } else {
         cb_op_t *op = (cb_op_t *)w->op;
         *op = (cb_op_t){ .dst = dst, .heap = false, .hdr = *hdr };
-        post(op);
+        post(op, true);
     }
     cb_waiter_wait(w);
 }

@@ -290,6 +290,8 @@ void cb_claims_forbid(const uint32_t *pages, size_t n)
 void cb_claims_wait(void)
 {
     atomic_store(&cb.claims_drain, true);
+    if (atomic_load(&cb.claims_out))
+        cb_comm_kick(); /* claims are sent quietly */
     for (uint32_t v; (v = atomic_load(&cb.claims_out)) != 0;)
         cb_futex_wait(&cb.claims_out, v);
     atomic_store(&cb.claims_drain, false);
@@ -344,7 +346,7 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
         cb_home_set(p + i, cb.self);
     }
     cb_msg_t m = { .type = M_CLAIM, .a = p, .c = n };
-    cb_send(0, &m, NULL, 0, false);
+    cb_send_quiet(0, &m); /* cb_claims_wait kicks */
     STAT_ADD(homes_claimed, n);
     STAT_ADD(homes_owned, n);
     return n;

@@ -135,6 +135,12 @@ typedef struct {
  * thread; never blocks on the network.  With own=true the payload is a
  * malloc'd buffer whose ownership passes to the runtime. */
 void cb_send(int dst, const cb_msg_t *hdr, const void *payload, size_t len, bool own);
+/* cb_send of a message nobody waits on until cb_comm_kick: it does not wake
+ * a sleeping comm thread, which takes it at its next wake (any message, a
+ * kick, or its periodic check at most 250 ms on).  On this VM a wake costs
+ * the sender two context switches. */
+void cb_send_quiet(int dst, const cb_msg_t *hdr);
+void cb_comm_kick(void); /* wake the comm thread if it sleeps */
 /* Send and sleep until the reply wakes w. */
 void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w);
 /* cb_call with a waiter of this thread's pool, for a reply of scalars:
