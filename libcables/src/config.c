@@ -1,5 +1,6 @@
 /* config.c: the CABLES_* environment settings.  A bad value stops the
- * program with a message naming the setting, never a silent default. */
+ * program with a message naming the setting, never a silent default.  And
+ * which transports UCX_TLS names (UCX itself checks its values). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -186,4 +187,21 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_MAX_NODES")) && whole(v, 1, CB_MAX_NODES, &c->max_nodes))
         cb_die("CABLES_MAX_NODES='%s' must be a whole number of nodes from 1 to %d", v,
                CB_MAX_NODES);
+}
+
+unsigned cb_ucx_tls_in(const char *const *set, unsigned *n, bool *except)
+{
+    const char *tls = getenv("UCX_TLS");
+    char buf[256];
+    *n = 0;
+    *except = tls && tls[0] == '^';
+    snprintf(buf, sizeof buf, "%s", tls ? tls + *except : "");
+    unsigned in = 0;
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), ++*n)
+        for (const char *const *s = set; *s; s++)
+            if (!strcmp(t, *s)) {
+                in++;
+                break;
+            }
+    return in;
 }

@@ -100,6 +100,10 @@ void cb_ranges_put(cb_ranges_t *s, uint64_t first, uint64_t npages);
 int cb_parse_size(const char *s, size_t *out);
 int cb_parse_policy(const char *s, cables_policy_t *p, int *node);
 void cb_config_load(cb_config_t *c); /* exits with a message on bad input */
+/* How many of the transports UCX_TLS names are in set (NULL-terminated);
+ * *n: how many it names (0: unset or empty, UCX picks), *except: it names
+ * those not to use ("^a,b") */
+unsigned cb_ucx_tls_in(const char *const *set, unsigned *n, bool *except);
 void cb_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 #ifdef __cplusplus

@@ -36,16 +36,11 @@ static _Atomic bool ready[CB_MAX_NODES];
 /* UCX_TLS decides which transports run, cma included */
 static bool tls_allow_cma(void)
 {
-    const char *tls = getenv("UCX_TLS");
-    if (!tls || !*tls)
-        return true;
-    bool except = tls[0] == '^', named = false;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", tls + except);
-    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (!strcmp(t, "cma") || !strcmp(t, "sm") || !strcmp(t, "shm") || !strcmp(t, "all"))
-            named = true;
-    return except ? !named : named;
+    unsigned n;
+    bool except;
+    unsigned in = cb_ucx_tls_in((const char *const[]){ "cma", "sm", "shm", "all", NULL }, &n,
+                                &except);
+    return !n || (except ? !in : in);
 }
 
 /* opens cma's interface; false (no remote reads) where it cannot */

@@ -62,15 +62,11 @@ static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
  * find a dead node. */
 static ucp_err_handling_mode_t pick_err_mode(void)
 {
-    const char *tls = getenv("UCX_TLS");
-    if (!tls || !*tls)
-        return UCP_ERR_HANDLING_MODE_NONE;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", tls);
-    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (strcmp(t, "tcp") && strcmp(t, "^sm"))
-            return UCP_ERR_HANDLING_MODE_NONE;
-    return UCP_ERR_HANDLING_MODE_PEER;
+    unsigned n;
+    bool except; /* only tcp, or all but sm */
+    unsigned tcp = cb_ucx_tls_in((const char *const[]){ "tcp", NULL }, &n, &except),
+             sm = cb_ucx_tls_in((const char *const[]){ "sm", NULL }, &n, &except);
+    return n && (except ? sm : tcp) == n ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
 }
 
 int cb_xport_init(void)

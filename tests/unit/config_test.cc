@@ -1,4 +1,5 @@
-// cb_parse_size, cb_parse_policy and cb_config_load (CABLES_* environment).
+// cb_parse_size, cb_parse_policy and cb_config_load (CABLES_* environment),
+// cb_ucx_tls_in (UCX_TLS).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -211,6 +212,31 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         std::string re = std::string("^cables: ") + b.var + "='" + b.val + "'";
         EXPECT_EXIT(Load(), ::testing::ExitedWithCode(2), re) << b.var << "=" << b.val;
     }
+}
+
+// cb_ucx_tls_in: which transports UCX_TLS names (rma.c asks for cma,
+// transport.c for tcp only).
+TEST(UcxTls, CountsTheNamesInASet)
+{
+    const char *const shm[] = { "cma", "sm", "shm", "all", nullptr };
+    const struct { const char *tls; unsigned n, in; bool except; } cases[] = {
+        { nullptr, 0, 0, false },   { "", 0, 0, false },
+        { "tcp", 1, 0, false },     { "tcp,cma", 2, 1, false },
+        { "^sm", 1, 1, true },      { "^tcp,posix", 2, 0, true },
+        { "sm,,shm", 2, 2, false }, { "^", 0, 0, true },
+    };
+    for (auto &c : cases) {
+        if (c.tls)
+            setenv("UCX_TLS", c.tls, 1);
+        else
+            unsetenv("UCX_TLS");
+        unsigned n = 99;
+        bool except = !c.except;
+        EXPECT_EQ(cb_ucx_tls_in(shm, &n, &except), c.in) << (c.tls ? c.tls : "(unset)");
+        EXPECT_EQ(n, c.n) << (c.tls ? c.tls : "(unset)");
+        EXPECT_EQ(except, c.except) << (c.tls ? c.tls : "(unset)");
+    }
+    unsetenv("UCX_TLS");
 }
 
 }  // namespace
