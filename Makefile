@@ -66,7 +66,7 @@ $(CC_DRIVER): tools/cables-cc Makefile
 	sed 's|^CABLES_EXTRA=.*|CABLES_EXTRA="$(SAN_FLAGS)"|' $< > $@
 	chmod 755 $@
 
-$(BUILD)/progs/%: tests/progs/%.c $(LIB)
+$(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $< -o $@ $(LINK_CABLES)
 

@@ -11,24 +11,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rss.h"
+
 #define STREAMS 64
 #define PAGES 17
 #define GAP 64 /* pages from one run to the next: untouched groups between */
 
 struct shared { volatile char *big; long rss_delta, written, bad; };
-
-static long rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            sscanf(line + 6, "%ld", &kb);
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
 
 static void *scatter(void *arg)
 {

@@ -6,22 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rss.h"
+
 #define SIZE (1ull << 30)
 
 struct shared { volatile char *big; long mem_delta, rss_delta, pages, bad; };
-
-static long rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            sscanf(line + 6, "%ld", &kb);
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
 
 static void *touch(void *arg)
 {
