@@ -585,8 +585,14 @@ void cb_release(void)
  * that can).  Pages are read in runs (contiguous), up to REFRESH_RUNS
  * runs of one home and move epoch together, with one read of the epoch
  * after them (a transpose's copies are half rows: half the remote reads
- * of a run at a time); runs that cannot be read are invalidated after all. */
-enum { REFRESH_RUNS = 64 };
+ * of a run at a time); runs that cannot be read are invalidated after all.
+ * A run of LONG_RUN pages or more is invalidated instead: one protection
+ * change, and read on demand (fault.c: fetch_read, no message) in reads of
+ * up to CB_MAX_FETCH_PAGES pages a fault, if it is read at all before its
+ * next notice (FFT at 2 nodes refreshed its copies at 3 barriers of 4 in
+ * vain, 12 ms each, whole half-matrices written by their homes twice
+ * between two reads). */
+enum { REFRESH_RUNS = 64, LONG_RUN = 64 };
 typedef struct {
     uint64_t rec;
     int home;
@@ -611,21 +617,30 @@ static void refresh_end(refresh_t *r, uint32_t *held)
 {
     if (!r->nruns)
         return;
-    bool ok = cb_rma_read_served(r->home, r->nruns, r->first, r->n, r->rec);
+    uint64_t first_read[REFRESH_RUNS];
+    uint32_t n_read[REFRESH_RUNS], nread = 0;
+    for (uint32_t k = 0; k < r->nruns; k++)
+        if (r->n[k] < LONG_RUN) {
+            first_read[nread] = r->first[k];
+            n_read[nread++] = r->n[k];
+        }
+    bool ok = nread && cb_rma_read_served(r->home, nread, first_read, n_read, r->rec);
     for (uint32_t k = 0; k < r->nruns; k++) {
         uint64_t first = r->first[k];
         uint32_t n = r->n[k];
-        if (ok) {
+        if (ok && n < LONG_RUN) {
             for (uint32_t j = 0; j < n; j++)
                 atomic_fetch_sub_explicit(&cb.hot[first + j], 1, memory_order_relaxed);
             STAT_ADD(pages_refreshed, n);
             continue;
         }
-        /* a page moved at the home, or it cannot be read: invalidated */
+        /* long, or a page moved at the home, or it cannot be read:
+         * invalidated (the latter two read again from the home's answer) */
         cb_page_protect(first, n, PROT_NONE);
         for (uint32_t j = 0; j < n; j++) {
             held[r->i0[k] + j] = cb_page_next(held[r->i0[k] + j], false, EV_INVALIDATE).next;
-            atomic_store_explicit(&cb.served[first + j], 0, memory_order_relaxed);
+            if (n < LONG_RUN)
+                atomic_store_explicit(&cb.served[first + j], 0, memory_order_relaxed);
         }
         STAT_ADD(invalidations, n);
     }

@@ -169,6 +169,31 @@ TEST_P(RemoteRead, RefreshedCopiesAreNeverStale)
     }
 }
 
+// A block of 128 pages (one run of 128 for the refresh) is not refreshed
+// but invalidated at each barrier, and read again in place at its first
+// access in each round (remote reads, no request to node 0): no page
+// refreshed, round 1 faults, every value still the round's.  4 nodes: the
+// move halfway makes those reads find node 0's epoch changed and ask, and
+// the pages read before and after it make shorter runs, which are
+// refreshed: fewer than the block's pages in all (all of them, 4 times,
+// were refreshed before long runs were not).
+TEST_P(RemoteRead, LongRunsAreReadOnDemand)
+{
+    const Cfg c = GetParam();
+    if (c.nodes == 1 || std::string(c.transport) == "tcp")
+        GTEST_SKIP() << "remote reads need 2 nodes or more over shared memory";
+    const long rounds = 6;
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("remote_read"), {"128"});
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+    if (c.nodes == 2)
+        EXPECT_EQ(mn::get_ll(r, "refreshed"), 0) << res.describe();
+    else
+        EXPECT_LT(mn::get_ll(r, "refreshed"), 128) << res.describe();
+    EXPECT_GE(mn::get_ll(r, "round1_faults"), 1) << res.describe();
+    EXPECT_GE(mn::get_ll(r, "remote_reads"), rounds - 1) << res.describe();
+}
+
 // A column of blocks read a block at a time (faults a stride apart) comes
 // in a few strided fetches (CABLES_FETCH_RUNS=1: one per block), every page
 // where it belongs; pages served while their home writes them are noticed

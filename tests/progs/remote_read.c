@@ -11,20 +11,22 @@
  * remote read too: no fault, no fetch; so is a page fetched for the first
  * time, at the next few barriers (round 1's read faults: none).  The first
  * fetch's reply names node 0 the home of the pages after it too: only that
- * one asks the directory (lookups).
+ * one asks the directory (lookups).  Usage: remote_read [PAGES] (32): a
+ * block of 64 pages or more is no longer refreshed but invalidated at each
+ * barrier, and read again in place at its first access (hlrc.c: LONG_RUN).
  * RESULT ok=1 bad=B rounds=R remote_reads=N fetches=F refreshed=P moved=M
  *        round1_faults=F1 lookups=L */
 #include <cables.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-#define PAGES 32
 #define ROUNDS 6
-#define WORDS (PAGES * 4096 / 8)
 
 struct shared {
     cables_barrier_t bar;
     uint64_t *blk;
+    long pages, words; /* in here: other nodes do not run main */
     long bad;
     uint64_t remote_reads, fetches, refreshed, round1_faults, lookups;
 };
@@ -39,11 +41,11 @@ static void writer(struct shared *s, int node)
     int nodes = cables_node_count();
     for (int r = 0; r < ROUNDS; r++) {
         if (r == ROUNDS / 2 && nodes >= 3 && node == 0) {
-            if (cables_home_move(s->blk, PAGES / 2 * 4096, 1))
+            if (cables_home_move(s->blk, s->pages / 2 * 4096, 1))
                 s->bad = -1000000;
         }
         if (writes(r, nodes, node))
-            for (long k = 0; k < WORDS; k++)
+            for (long k = 0; k < s->words; k++)
                 s->blk[k] = value(r, k);
         cables_barrier_wait(&s->bar);
         cables_barrier_wait(&s->bar);
@@ -66,7 +68,7 @@ static void *reader(void *p)
         cables_barrier_wait(&s->bar); /* round r written */
         cables_stats_t f0, f1;
         cables_stats_get(&f0);
-        for (long k = 0; k < WORDS; k++)
+        for (long k = 0; k < s->words; k++)
             bad += s->blk[k] != value(r, k);
         cables_stats_get(&f1);
         if (r == 1)
@@ -82,11 +84,18 @@ static void *reader(void *p)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    long pages = argc > 1 ? atol(argv[1]) : 32;
+    if (pages < 2) {
+        fprintf(stderr, "usage: remote_read [PAGES (2 or more)]\n");
+        return 2;
+    }
     int nodes = cables_node_count(), last = nodes - 1, moved = 0;
     struct shared *s = cables_alloc_placed(sizeof *s, CABLES_POLICY_FIXED, last);
-    s->blk = cables_alloc_placed(PAGES * 4096, CABLES_POLICY_FIXED, 0);
+    s->blk = cables_alloc_placed(pages * 4096, CABLES_POLICY_FIXED, 0);
+    s->pages = pages;
+    s->words = pages * 4096 / 8;
     cables_barrier_init(&s->bar, nodes >= 3 ? 3 : 2);
     cables_thread_t t, t2;
     if (cables_thread_create(&t, last, reader, s) ||
@@ -97,7 +106,7 @@ int main(void)
     writer(s, 0);
     if (nodes >= 3) {
         cables_thread_join(t2, NULL);
-        moved = PAGES / 2;
+        moved = (int)(pages / 2);
     }
     cables_thread_join(t, NULL);
     printf("RESULT ok=%d bad=%ld rounds=%d remote_reads=%llu fetches=%llu refreshed=%llu moved=%d round1_faults=%llu lookups=%llu\n",
