@@ -28,12 +28,14 @@ static bool read_runs(uint64_t p, int home, uint32_t n, uint32_t runs, uint64_t 
 {
     uint64_t first[CB_MAX_FETCH_RUNS];
     uint32_t len[CB_MAX_FETCH_RUNS];
+    bool fresh = atomic_load_explicit(&cb.served[p], memory_order_relaxed) == 0;
     for (uint32_t k = 0; k < runs; k++) {
         first[k] = p + k * stride;
         len[k] = n;
-        cb_populate(cb_proto_page(first[k]), n * cb.ps, true);
+        if (!fresh)
+            cb_populate(cb_proto_page(first[k]), n * cb.ps, true);
     }
-    return cb_rma_read_served(home, runs, first, len, rec);
+    return cb_rma_read_served(home, runs, first, len, rec, fresh);
 }
 
 /* A remote read of pages [p, p + *got) from home, and of as many of the

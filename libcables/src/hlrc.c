@@ -624,7 +624,7 @@ static void refresh_end(refresh_t *r, uint32_t *held)
             first_read[nread] = r->first[k];
             n_read[nread++] = r->n[k];
         }
-    bool ok = nread && cb_rma_read_served(r->home, nread, first_read, n_read, r->rec);
+    bool ok = nread && cb_rma_read_served(r->home, nread, first_read, n_read, r->rec, false);
     for (uint32_t k = 0; k < r->nruns; k++) {
         uint64_t first = r->first[k];
         uint32_t n = r->n[k];

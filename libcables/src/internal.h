@@ -184,9 +184,11 @@ bool cb_rma_ready(int node);
 /* Reads from node, into the protocol view, runs of pages it served this
  * node before (run k: n[k] pages from first[k]; rec: their cb.served
  * record), then node's move epoch: true if all were read and the epoch
- * after the data is still rec's (no page moved in or out of it since). */
+ * after the data is still rec's (no page moved in or out of it since).
+ * fresh: the pages were never mapped here (a first fetch), so not in the
+ * protocol view's mapping either. */
 bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const uint32_t *n,
-                        uint64_t rec);
+                        uint64_t rec, bool fresh);
 
 /* ---- write notices and intervals (hlrc.c) ---- */
 typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;

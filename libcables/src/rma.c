@@ -9,8 +9,12 @@
  * A home sends its keys (its cma address, where its page store and move
  * epoch lie) with the first page a node fetches from it; that node's comm
  * thread connects.  Reads are made by application threads, one at a time. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <uct/api/uct.h>
 
 #include "internal.h"
@@ -24,6 +28,9 @@ static uct_iface_attr_t attr;
 static size_t rkey_len;
 static uct_mem_h store_mh, moves_mh;
 static cb_mutex_t mu = CB_MUTEX_INIT;
+/* under mu: pages new here are read into this, then written into the page
+ * store's file (cb_rma_read_served), CB_MAX_FETCH_PAGES of them */
+static uint8_t *bounce;
 
 typedef struct {
     uct_ep_h ep;
@@ -99,6 +106,12 @@ void cb_rma_init(void)
 {
     if (cb.cfg.fetch_get && tls_allow_cma() && !open_cma())
         cb_rma_fini(); /* what was opened; fetches go by messages */
+    if (md) {
+        bounce = mmap(NULL, CB_MAX_FETCH_PAGES * cb.ps, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (bounce == MAP_FAILED)
+            cb_die("node %d: cannot map a buffer for remote reads: %s", cb.self, strerror(errno));
+    }
 }
 
 bool cb_rma_ready(int node) { return atomic_load_explicit(&ready[node], memory_order_acquire); }
@@ -183,8 +196,13 @@ static ucs_status_t get(peer_t *p, void *dst, size_t len, uint64_t raddr, uct_rk
     return c.status;
 }
 
+/* Pages new here go through the buffer: written into the store's file
+ * they are allocated without being mapped, where a read into the protocol
+ * view maps each one there first (then the application view maps them
+ * again): 2.5 us a page against 3.7 on the VMs we measured, but 1.55
+ * against 1.35 for pages mapped already. */
 bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const uint32_t *n,
-                        uint64_t rec)
+                        uint64_t rec, bool fresh)
 {
     if (!cb_rma_ready(node))
         return false;
@@ -194,19 +212,32 @@ bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const u
     cb_mutex_lock(&mu);
     peer_t *p = &peers[node];
     ucs_status_t s = UCS_ERR_NO_ELEM;
+    size_t total = 0;
+    for (uint32_t k = 0; k < count; k++)
+        total += n[k];
+    fresh = fresh && bounce && total <= CB_MAX_FETCH_PAGES;
     if (atomic_load(&ready[node])) {
         s = UCS_OK;
-        for (uint32_t k = 0; k < count && s == UCS_OK; k++)
-            s = get(p, cb_proto_page(first[k]), (size_t)n[k] * cb.ps,
-                    p->store_base + first[k] * cb.ps, p->store.rkey);
+        for (uint32_t k = 0, off = 0; k < count && s == UCS_OK; off += n[k++])
+            s = get(p, fresh ? bounce + off * cb.ps : cb_proto_page(first[k]),
+                    (size_t)n[k] * cb.ps, p->store_base + first[k] * cb.ps, p->store.rkey);
         if (s == UCS_OK) /* after the data, in that order */
             s = get(p, &epoch, sizeof epoch, p->moves_at, p->moves.rkey);
         if (s != UCS_OK) /* the node is gone, or reads fail: messages from now on */
             atomic_store(&ready[node], false);
     }
+    bool ok = s == UCS_OK && (uint32_t)epoch == (uint32_t)rec;
+    for (uint32_t k = 0, off = 0; ok && fresh && k < count; off += n[k++]) {
+        /* the raw call: libc's pwrite is a cancellation point */
+        size_t len = (size_t)n[k] * cb.ps;
+        if (syscall(SYS_pwrite64, cb.memfd, bounce + off * cb.ps, len,
+                    (off_t)(first[k] * cb.ps)) != (ssize_t)len)
+            cb_die("node %d: cannot store %zu bytes read from node %d: %s", cb.self, len, node,
+                   strerror(errno));
+    }
     cb_mutex_unlock(&mu);
     cb_app_thread = app;
-    return s == UCS_OK && (uint32_t)epoch == (uint32_t)rec;
+    return ok;
 }
 
 void cb_rma_fini(void)
@@ -223,6 +254,9 @@ void cb_rma_fini(void)
             uct_ep_destroy(p->ep);
         *p = (peer_t){ 0 };
     }
+    if (bounce)
+        munmap(bounce, CB_MAX_FETCH_PAGES * cb.ps);
+    bounce = NULL;
     if (store_mh)
         uct_md_mem_dereg(md, store_mh);
     if (moves_mh)
