@@ -218,8 +218,15 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
             run = len, runs = 1; /* runs that touch: one block */
         for (uint64_t i = 0; i < runs; i++) {
             uint8_t *d = (uint8_t *)w->dst + i * w->dst_stride;
+            const uint8_t *src = (const uint8_t *)p + i * run;
+            if (w->dst_fresh) { /* allocated, not mapped (rma.c: fresh) */
+                if (pwrite(cb.memfd, src, run, (off_t)(d - cb.proto)) != (ssize_t)run)
+                    cb_die("node %d: cannot store a page reply of %zu bytes: %s", cb.self, run,
+                           strerror(errno));
+                continue;
+            }
             cb_populate(d, run, true); /* one call, not a fault per page */
-            memcpy(d, (const uint8_t *)p + i * run, run);
+            memcpy(d, src, run);
         }
         w->dst_runs = sent;
         w->len = len;

@@ -108,7 +108,8 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
     for (;;) {
         bool no_data = !data && (home >= 0 ? cb_rma_ready(home) : rma_any());
         cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got, .dst_runs = want,
-                          .dst_stride = stride * cb.ps };
+                          .dst_stride = stride * cb.ps,
+                          .dst_fresh = atomic_load_explicit(&cb.served[p], memory_order_relaxed) == 0 };
         cb_msg_t m = { .type = M_FETCH, .a = p,
                        .b = (home < 0 ? FETCH_VIA_DIR : FETCH_DIRECT) | (no_data ? FETCH_NO_DATA : 0),
                        .c = *got, .d = want > 1 ? want | stride << 16 : 0 };

@@ -60,6 +60,7 @@ typedef struct cb_waiter {
     uint32_t dst_pages;  /* ... and how many pages fit there (0: one), per run of */
     uint32_t dst_runs;   /* ... this many runs (0: one; on the reply: how many came) */
     size_t dst_stride;   /* ... this many bytes apart */
+    bool dst_fresh;      /* ... never mapped here (a first fetch): written into the store's file */
     _Atomic uint32_t pending; /* outstanding acks (diffs of a release) */
     uint64_t who;        /* lock.c: the thread taking the lock */
     bool try_only;       /* lock.c: a trylock, answered granted or busy */
