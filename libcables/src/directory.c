@@ -291,7 +291,7 @@ void cb_claims_wait(void)
 {
     atomic_store(&cb.claims_drain, true);
     if (atomic_load(&cb.claims_out))
-        cb_comm_kick(); /* claims are sent quietly */
+        cb_comm_kick(); /* claims are sent quietly (cb_claim kicks for those after) */
     for (uint32_t v; (v = atomic_load(&cb.claims_out)) != 0;)
         cb_futex_wait(&cb.claims_out, v);
     atomic_store(&cb.claims_drain, false);
@@ -346,7 +346,10 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
         cb_home_set(p + i, cb.self);
     }
     cb_msg_t m = { .type = M_CLAIM, .a = p, .c = n };
-    cb_send_quiet(0, &m); /* cb_claims_wait kicks */
+    cb_send_quiet(0, &m);
+    /* a drain that began meanwhile may have kicked before it was queued */
+    if (atomic_load(&cb.claims_drain))
+        cb_comm_kick();
     STAT_ADD(homes_claimed, n);
     STAT_ADD(homes_owned, n);
     return n;
