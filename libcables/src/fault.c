@@ -22,13 +22,13 @@ static struct sigaction app_segv; /* what the application (or libc) had */
 /* Reads runs r < runs of n pages at p + r * stride from home into the
  * protocol view, and keeps them if home's move epoch is still rec's at the
  * end of the read (no page moved in or out of home: they are still homed
- * there, and its copy is not stale). */
+ * there, and its copy is not stale).  fresh: never served here before
+ * (cb_rma_read_served). */
 static bool read_runs(uint64_t p, int home, uint32_t n, uint32_t runs, uint64_t stride,
-                      uint64_t rec)
+                      uint64_t rec, bool fresh)
 {
     uint64_t first[CB_MAX_FETCH_RUNS];
     uint32_t len[CB_MAX_FETCH_RUNS];
-    bool fresh = atomic_load_explicit(&cb.served[p], memory_order_relaxed) == 0;
     for (uint32_t k = 0; k < runs; k++) {
         first[k] = p + k * stride;
         len[k] = n;
@@ -59,7 +59,7 @@ static bool fetch_read(uint64_t p, int home, uint32_t *got, uint64_t stride, uin
         if (i < n)
             break;
     }
-    if (!read_runs(p, home, n, r, stride, rec)) {
+    if (!read_runs(p, home, n, r, stride, rec, false)) { /* served: mapped already */
         atomic_store_explicit(&cb.served[p], 0, memory_order_relaxed);
         return false;
     }
@@ -134,7 +134,7 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
             if (n < 1 || n > *got || r < 1 || r > want)
                 cb_die("node %d: page %llu shared as %u runs of %u pages by node %d (asked %u of %u)",
                        cb.self, (unsigned long long)p, r, n, home, want, *got);
-            if (!cb_rma_ready(home) || !read_runs(p, home, n, r, stride, rec)) {
+            if (!cb_rma_ready(home) || !read_runs(p, home, n, r, stride, rec, w.dst_fresh)) {
                 data = true; /* moved meanwhile, or not readable: its data, then */
                 continue;
             }
