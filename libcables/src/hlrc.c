@@ -628,7 +628,8 @@ static void refresh_end(refresh_t *r, uint32_t *held)
     for (uint32_t k = 0; k < r->nruns; k++) {
         uint64_t first = r->first[k];
         uint32_t n = r->n[k];
-        if (ok && n < LONG_RUN) {
+        bool short_run = n < LONG_RUN; /* read now, not on demand */
+        if (ok && short_run) {
             for (uint32_t j = 0; j < n; j++)
                 atomic_fetch_sub_explicit(&cb.hot[first + j], 1, memory_order_relaxed);
             STAT_ADD(pages_refreshed, n);
@@ -639,7 +640,7 @@ static void refresh_end(refresh_t *r, uint32_t *held)
         cb_page_protect(first, n, PROT_NONE);
         for (uint32_t j = 0; j < n; j++) {
             held[r->i0[k] + j] = cb_page_next(held[r->i0[k] + j], false, EV_INVALIDATE).next;
-            if (n < LONG_RUN)
+            if (short_run) /* a long run stays served: read in place on demand */
                 atomic_store_explicit(&cb.served[first + j], 0, memory_order_relaxed);
         }
         STAT_ADD(invalidations, n);
