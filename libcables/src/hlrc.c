@@ -742,12 +742,15 @@ void cb_acquire(const uint32_t *target)
         cb_twin_drop(pages[i]);
     }
     diff_send_all(batch, acks);
+    /* an invalidated page is fetched again at its next access, maybe by a
+     * remote read that no message orders after its diff: it stays owned
+     * (its faults wait) until the home has applied this node's writes */
+    cb_waiter_wait_pending(acks);
+    cb_waiter_free(acks);
     for (size_t i = 0; i < nu; i++)
         if (held[i] != UINT32_MAX)
             cb_page_unown(pages[i], held[i] & ~(uint32_t)PG_TWIN);
     free(held);
-    cb_waiter_wait_pending(acks);
-    cb_waiter_free(acks);
     free(pages);
     cb_mutex_unlock(&cb.release_mu);
     cb_syncing--;
