@@ -3,9 +3,11 @@
  * homes it has learned.  A home moves in three steps (master -> old home ->
  * new home -> master); until the last step the directory names the old
  * home, which forwards what reaches it after the page has left. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #include "internal.h"
@@ -569,35 +571,45 @@ int cables_home_move(void *addr, size_t len, int node)
 }
 
 /* ---- a detached node's homes become the master's ---- */
+
+/* The store's data around page p, as pages [*lo, *hi) holding data (p
+ * below *lo: none from p to *lo).  lseek's SEEK_DATA counts a page swapped
+ * out as data, where mincore() calls it not resident, and works in bytes
+ * whatever the coherence page is; an error means data (sent anyway). */
+static void data_around(uint64_t p, uint64_t *lo, uint64_t *hi)
+{
+    off_t d = lseek(cb.memfd, (off_t)(p * cb.ps), SEEK_DATA);
+    if (d < 0) {
+        *lo = errno == ENXIO ? cb.npages : p;
+        *hi = errno == ENXIO ? cb.npages : p + 1;
+        return;
+    }
+    off_t h = lseek(cb.memfd, d, SEEK_HOLE);
+    *lo = (uint64_t)d / cb.ps;
+    *hi = h < 0 ? *lo + 1 : ((uint64_t)h + cb.ps - 1) / cb.ps;
+}
+
 int64_t cb_homes_hand_over(void)
 {
-    enum { CHUNK = 4096 };
-    static unsigned char res[CHUNK];
     int64_t sent = 0;
-    for (uint64_t c = 0; c < cb.npages; c += CHUNK) {
-        uint64_t end = c + CHUNK < cb.npages ? c + CHUNK : cb.npages;
-        bool looked = false;
-        for (uint64_t p = c; p < end; p++) {
-            if (cb_home_cached(p) != cb.self)
-                continue;
-            if (!looked) { /* which pages of the store hold data */
-                if (mincore(cb_proto_page(c), (end - c) * cb.ps, res))
-                    memset(res, 1, sizeof res);
-                looked = true;
-            }
-            uint32_t s;
-            if (!cb_page_try_own(p, &s))
-                return -1;
-            atomic_fetch_add(cb.moves, 1);
-            /* no thread runs here any more: the application view stays as it is */
-            cb_home_set(p, 0); /* what reaches us for it goes on there */
-            if (res[p - c] & 1) { /* never touched: zero, as the master's store is */
-                cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = (uint64_t)cb.self + 1 };
-                cb_send(0, &mp, cb_proto_page(p), cb.ps, false);
-                sent++;
-            }
-            cb_page_unown(p, 0);
+    uint64_t lo = 0, hi = 0; /* data in [lo, hi), none in [p, lo) */
+    for (uint64_t p = 0; p < cb.npages; p++) {
+        if (cb_home_cached(p) != cb.self)
+            continue;
+        if (p >= hi)
+            data_around(p, &lo, &hi);
+        uint32_t s;
+        if (!cb_page_try_own(p, &s))
+            return -1;
+        atomic_fetch_add(cb.moves, 1);
+        /* no thread runs here any more: the application view stays as it is */
+        cb_home_set(p, 0); /* what reaches us for it goes on there */
+        if (p >= lo) { /* never touched: zero, as the master's store is */
+            cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = (uint64_t)cb.self + 1 };
+            cb_send(0, &mp, cb_proto_page(p), cb.ps, false);
+            sent++;
         }
+        cb_page_unown(p, 0);
     }
     return sent;
 }
