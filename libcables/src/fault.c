@@ -442,9 +442,14 @@ int cb_fault(uint64_t p, bool write)
     if (with_p)
         st.act &= ~(unsigned)ACT_PROTECT;
     if (home == FETCH_RETRY) {
-        cb_page_unown(p, s); /* the move waits for this page: let it in */
+        /* the move waits for this page: let it in.  At most 10 ms, then
+         * the access faults (and asks) again: a node that has just moved
+         * the page away is told the same by a new home that has not taken
+         * it in yet (its cache still names the old one), and waiting for
+         * an arrival then would wait for one that never comes */
+        cb_page_unown(p, s);
         struct timespec ts = { 0, 100000 };
-        for (int i = 0; i < 100000 && cb_home_cached(p) != cb.self; i++)
+        for (int i = 0; i < 100 && cb_home_cached(p) != cb.self; i++)
             /* not owning the page meanwhile; the raw call, as libc's
              * nanosleep is a cancellation point: a pending cancellation
              * must not unwind the thread out of a fault */
