@@ -604,7 +604,7 @@ int64_t cb_homes_hand_over(void)
         atomic_fetch_add(cb.moves, 1);
         /* no thread runs here any more: the application view stays as it is */
         cb_home_set(p, 0); /* what reaches us for it goes on there */
-        if (p >= lo) { /* never touched: zero, as the master's store is */
+        if (p >= lo) { /* else never touched: zero, as the master's store is */
             cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = (uint64_t)cb.self + 1 };
             cb_send(0, &mp, cb_proto_page(p), cb.ps, false);
             sent++;
