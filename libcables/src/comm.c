@@ -220,9 +220,7 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
             uint8_t *d = (uint8_t *)w->dst + i * w->dst_stride;
             const uint8_t *src = (const uint8_t *)p + i * run;
             if (w->dst_fresh) { /* allocated, not mapped (rma.c: fresh) */
-                if (pwrite(cb.memfd, src, run, (off_t)(d - cb.proto)) != (ssize_t)run)
-                    cb_die("node %d: cannot store a page reply of %zu bytes: %s", cb.self, run,
-                           strerror(errno));
+                cb_store_write((uint64_t)(d - cb.proto) / cb.ps, src, run);
                 continue;
             }
             cb_populate(d, run, true); /* one call, not a fault per page */

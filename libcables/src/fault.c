@@ -276,7 +276,7 @@ static void land_runs(uint64_t p, int home, uint32_t n, uint64_t stride, uint32_
         }
         if (!adjacent || r + 1 == fetched) {
             uint64_t first = adjacent ? p + stride : q, len = adjacent ? (r * stride) : got;
-            cb_page_protect(first, len, PROT_READ); /* mapped by read faults, as above */
+            cb_page_protect(first, len, PROT_READ); /* mapped by read faults (cb_fault) */
         }
     }
     for (uint32_t r = 1; r < taken; r++)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -163,6 +164,17 @@ void cb_populate(void *addr, size_t len, bool write)
     int saved = errno; /* may be on the fault path */
     if (madvise(addr, len, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ)) {}
     errno = saved;
+}
+
+/* Writes len bytes into the store's file at page p's offset: pages not in
+ * it yet are allocated without being mapped in either view (a first
+ * fetch's data: rma.c, comm.c).  The raw call: libc's pwrite is a
+ * cancellation point, and this runs on application threads too. */
+void cb_store_write(uint64_t p, const void *src, size_t len)
+{
+    if (syscall(SYS_pwrite64, cb.memfd, src, len, (off_t)(p * cb.ps)) != (ssize_t)len)
+        cb_die("node %d: cannot write %zu bytes of page %llu into the page store: %s", cb.self,
+               len, (unsigned long long)p, strerror(errno));
 }
 
 /* Twins live in a pool: page p's twin is slot twin_slot[p] - 1, slots

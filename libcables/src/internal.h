@@ -272,6 +272,7 @@ typedef struct { cb_mutex_t mu; uint32_t *list[2]; uint32_t n, cur; } cb_plist_t
 void cb_plist_push(cb_plist_t *l, uint64_t p);
 uint32_t cb_plist_take(cb_plist_t *l, uint32_t **list);
 void cb_populate(void *addr, size_t len, bool write); /* map now, not page by page */
+void cb_store_write(uint64_t p, const void *src, size_t len); /* into the store's file */
 /* many pages' protection changes, one mprotect per run (gas.c); the
  * pages stay owned until the run is ended */
 typedef struct { uint64_t first, n; int prot; } cb_prot_run_t;

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <uct/api/uct.h>
 
 #include "internal.h"
@@ -227,14 +225,8 @@ bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const u
             atomic_store(&ready[node], false);
     }
     bool ok = s == UCS_OK && (uint32_t)epoch == (uint32_t)rec;
-    for (uint32_t k = 0, off = 0; ok && fresh && k < count; off += n[k++]) {
-        /* the raw call: libc's pwrite is a cancellation point */
-        size_t len = (size_t)n[k] * cb.ps;
-        if (syscall(SYS_pwrite64, cb.memfd, bounce + off * cb.ps, len,
-                    (off_t)(first[k] * cb.ps)) != (ssize_t)len)
-            cb_die("node %d: cannot store %zu bytes read from node %d: %s", cb.self, len, node,
-                   strerror(errno));
-    }
+    for (uint32_t k = 0, off = 0; ok && fresh && k < count; off += n[k++])
+        cb_store_write(first[k], bounce + off * cb.ps, (size_t)n[k] * cb.ps);
     cb_mutex_unlock(&mu);
     cb_app_thread = app;
     return ok;
