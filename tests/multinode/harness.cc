@@ -322,6 +322,18 @@ std::map<std::string, std::string> parse_result(const std::string &output)
     return r;
 }
 
+long long node_stat(const std::string &output, int node, const std::string &key)
+{
+    auto at = output.find("node " + std::to_string(node) + " stats:");
+    if (at == std::string::npos)
+        return -1;
+    auto end = output.find('\n', at);
+    auto i = output.find(key, at);
+    if (i == std::string::npos || (end != std::string::npos && i > end))
+        return -1;
+    return std::stoll(output.substr(i + key.size()));
+}
+
 long long get_ll(const std::map<std::string, std::string> &r, const std::string &key,
                  long long fallback)
 {

@@ -87,6 +87,9 @@ Result run_cables(int nodes, const std::string &transport, const std::string &pr
 std::map<std::string, std::string> parse_result(const std::string &output);
 long long get_ll(const std::map<std::string, std::string> &r, const std::string &key,
                  long long fallback = -999999999);
+// The number after key on node's "cables: node N stats:" line (CABLES_STATS=1),
+// or -1 if the line or the key is missing.
+long long node_stat(const std::string &output, int node, const std::string &key);
 double seconds_now();
 
 // Parameters of every multi-node test: nodes {1,2,4} x transport {shm,tcp}.

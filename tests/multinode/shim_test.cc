@@ -3,7 +3,6 @@
 // the native result on 1, 2 and 4 nodes over shm and tcp; the POSIX
 // conformance programs pass with their threads split over 2 nodes.
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 
 #include "harness.h"
@@ -111,13 +110,11 @@ TEST_P(Posix, PassesWithThreadsOnTwoNodes)
     EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
     // node 1 really ran threads of the program: it faulted on shared pages
     // or took locks
-    auto at = res.output.find("node 1 stats:");
-    ASSERT_NE(at, std::string::npos) << res.describe();
-    long work = 0;
+    long long work = 0;
     for (const char *k : { "faults read=", " write=", "locks=" }) {
-        auto i = res.output.find(k, at);
-        ASSERT_NE(i, std::string::npos) << res.describe();
-        work += std::stol(res.output.substr(i + strlen(k)));
+        long long v = mn::node_stat(res.output, 1, k);
+        ASSERT_GE(v, 0) << k << " missing\n" << res.describe();
+        work += v;
     }
     EXPECT_GT(work, 0) << res.describe();
 }
@@ -192,14 +189,8 @@ TEST_P(Attach, FourTimesTheThreadsOfANode)
         GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
     auto res = churn_on_demand(GetParam(), {});
     // 8 threads and main at 2 a node: 4 nodes attached in each phase
-    auto at = res.output.find("nodes attached=");
-    ASSERT_NE(at, std::string::npos) << res.describe();
-    long attached = std::stol(res.output.substr(at + strlen("nodes attached=")));
-    auto dt = res.output.find("detached=", at);
-    ASSERT_NE(dt, std::string::npos) << res.describe();
-    long detached = std::stol(res.output.substr(dt + strlen("detached=")));
-    EXPECT_GE(attached, 4) << res.describe();
-    EXPECT_GE(detached, 4) << res.describe(); // phase 1's, in the pause
+    EXPECT_GE(mn::node_stat(res.output, 0, "nodes attached="), 4) << res.describe();
+    EXPECT_GE(mn::node_stat(res.output, 0, "detached="), 4) << res.describe(); // phase 1's, in the pause
     // the attached nodes ran the threads: their statistics show work
     EXPECT_NE(res.output.find("node 4 stats:"), std::string::npos) << res.describe();
     // each thread's line reached the launcher, from nodes detached since too
@@ -220,14 +211,11 @@ TEST_P(Attach, AfterTheLogsWereCollected)
     if (asan_heap())
         GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
     auto res = churn_on_demand(GetParam(), { { "CABLES_LOG_GC", "16" } });
-    auto at = res.output.find("node 0 stats:");
-    ASSERT_NE(at, std::string::npos) << res.describe();
     long long n[3];
     const char *keys[3] = { "notices made=", " received=", " kept=" };
     for (int i = 0; i < 3; i++) {
-        auto k = res.output.find(keys[i], at);
-        ASSERT_NE(k, std::string::npos) << keys[i] << res.describe();
-        n[i] = std::stoll(res.output.substr(k + strlen(keys[i])));
+        n[i] = mn::node_stat(res.output, 0, keys[i]);
+        ASSERT_GE(n[i], 0) << keys[i] << " missing\n" << res.describe();
     }
     EXPECT_GT(n[0] + n[1], 0) << res.describe();
     EXPECT_LT(n[2], n[0] + n[1]) << res.describe();
