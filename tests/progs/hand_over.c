@@ -30,12 +30,8 @@ static void *work(void *a)
 int main(int argc, char **argv)
 {
     long pages = argc > 1 ? atol(argv[1]) : 512;
-    long ps = sysconf(_SC_PAGESIZE);
-    const char *e = getenv("CABLES_PAGE_SIZE"); /* the coherence page, if larger */
-    if (e && atol(e) > ps)
-        ps = atol(e);
     struct job *j = cables_alloc(sizeof *j);
-    j->per_page = ps / (long)sizeof(long);
+    j->per_page = (long)(cables_page_size() / sizeof(long));
     j->words = pages * j->per_page;
     j->data = cables_alloc((size_t)j->words * sizeof(long));
     j->node = -1;
