@@ -48,6 +48,16 @@ static bool tls_allow_cma(void)
     return !n || (except ? !in : in);
 }
 
+/* A read from a node that has died fails (process_vm_readv: no such
+ * process).  Without a handler UCX aborts the process; with this one the
+ * read returns the error, and the node's pages come by messages, whose
+ * failure names the dead node (node.c). */
+static ucs_status_t read_failed(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    (void)arg, (void)ep, (void)status;
+    return UCS_OK;
+}
+
 /* opens cma's interface; false (no remote reads) where it cannot */
 static bool open_cma(void)
 {
@@ -85,9 +95,12 @@ static bool open_cma(void)
         uct_md_iface_config_read(md, "cma", NULL, NULL, &ic) != UCS_OK)
         return false;
     uct_iface_params_t ip = {
-        .field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE,
+        .field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
+                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER | UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS,
         .open_mode = UCT_IFACE_OPEN_MODE_DEVICE,
         .mode.device = { .tl_name = "cma", .dev_name = dev },
+        .err_handler = read_failed,
+        .err_handler_flags = UCT_CB_FLAG_ASYNC,
     };
     s = uct_iface_open(md, uworker, &ip, ic, &iface);
     uct_config_release(ic);
