@@ -491,6 +491,7 @@ typedef struct {
     uint64_t *sums;         /* home page p's checksum (hlrc.c): its twin */
     uint64_t sum_seed;      /* the checksums' seed, this run's */
     _Atomic uint64_t *sum_stale; /* bit p: a diff landed after p's checksum (hlrc.c) */
+    _Atomic uint8_t *read_marks; /* byte p: another node read home page p in place (rma.c) */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */
     cb_plist_t dirty;      /* the interval's written pages */

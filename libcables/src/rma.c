@@ -6,9 +6,17 @@
  * UCX's uct layer.  Elsewhere (other hosts, UCX_TLS without shared memory)
  * pages are fetched with messages (fault.c).
  *
- * A home sends its keys (its cma address, where its page store and move
- * epoch lie) with the first page a node fetches from it; that node's comm
- * thread connects.  Reads are made by application threads, one at a time. */
+ * A home sends its keys (its cma address, where its page store, move
+ * epoch and read marks lie) with the first page a node fetches from it;
+ * that node's comm thread connects.  Reads are made by application
+ * threads, one at a time.
+ *
+ * A reader first marks the pages it is about to read (cb.read_marks, a
+ * byte a page, written in place too): the home reads no message, and a
+ * page it keeps writable tells it changed only by its checksum, which a
+ * write undone within the interval (x = 1 read here, then x = 0 again)
+ * leaves as it was.  The home's release notices a marked page whatever its
+ * checksum says (hlrc.c: read_in_place). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +32,7 @@ static uct_worker_h uworker;
 static uct_iface_h iface;
 static uct_iface_attr_t attr;
 static size_t rkey_len;
-static uct_mem_h store_mh, moves_mh;
+static uct_mem_h store_mh, moves_mh, marks_mh;
 static cb_mutex_t mu = CB_MUTEX_INIT;
 /* under mu: pages new here are read into this, then written into the page
  * store's file (cb_rma_read_served), CB_MAX_FETCH_PAGES of them */
@@ -32,8 +40,8 @@ static uint8_t *bounce;
 
 typedef struct {
     uct_ep_h ep;
-    uct_rkey_bundle_t store, moves;
-    uint64_t store_base, moves_at;
+    uct_rkey_bundle_t store, moves, marks;
+    uint64_t store_base, moves_at, marks_at;
 } peer_t;
 static peer_t peers[CB_MAX_NODES];
 static _Atomic bool ready[CB_MAX_NODES];
@@ -106,11 +114,14 @@ static bool open_cma(void)
     uct_config_release(ic);
     if (s != UCS_OK || uct_iface_query(iface, &attr) != UCS_OK ||
         !(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) ||
+        !(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) ||
         !(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ||
         attr.cap.get.max_zcopy < (size_t)CB_MAX_PAGE_GROUP * cb.ps)
         return false;
     return uct_md_mem_reg(md, cb.proto, cb.cfg.gas_size, UCT_MD_MEM_ACCESS_ALL, &store_mh) == UCS_OK &&
-           uct_md_mem_reg(md, (void *)cb.moves, cb.ps, UCT_MD_MEM_ACCESS_ALL, &moves_mh) == UCS_OK;
+           uct_md_mem_reg(md, (void *)cb.moves, cb.ps, UCT_MD_MEM_ACCESS_ALL, &moves_mh) == UCS_OK &&
+           uct_md_mem_reg(md, (void *)cb.read_marks, cb.npages, UCT_MD_MEM_ACCESS_ALL,
+                          &marks_mh) == UCS_OK;
 }
 
 void cb_rma_init(void)
@@ -127,27 +138,31 @@ void cb_rma_init(void)
 
 bool cb_rma_ready(int node) { return atomic_load_explicit(&ready[node], memory_order_acquire); }
 
-/* [u64 store base][u64 move epoch's address][u32 device address length][u32 iface
- * address length][u32 key length][u32 0][device address][iface address]
- * [store key][move epoch's key]; NULL where this node cannot be read */
+/* [u64 store base][u64 move epoch's address][u64 read marks' address]
+ * [u32 device address length][u32 iface address length][u32 key length]
+ * [u32 0][device address][iface address][store key][move epoch's key]
+ * [read marks' key]; NULL where this node cannot be read */
+enum { KEYS_HEAD = 40, NKEYS = 3 };
+
 void *cb_rma_keys(size_t *len)
 {
-    if (!store_mh || !moves_mh)
+    if (!store_mh || !moves_mh || !marks_mh)
         return NULL;
     size_t dl = attr.device_addr_len, il = attr.iface_addr_len;
-    *len = 32 + dl + il + 2 * rkey_len;
+    *len = KEYS_HEAD + dl + il + NKEYS * rkey_len;
     uint8_t *b = calloc(1, *len);
     if (!b)
         cb_die("out of memory for the remote keys");
-    uint64_t h[2] = { (uintptr_t)cb.proto, (uintptr_t)cb.moves };
+    uint64_t h[NKEYS] = { (uintptr_t)cb.proto, (uintptr_t)cb.moves, (uintptr_t)cb.read_marks };
     uint32_t l[4] = { (uint32_t)dl, (uint32_t)il, (uint32_t)rkey_len, 0 };
-    memcpy(b, h, 16);
-    memcpy(b + 16, l, 16);
-    uint8_t *q = b + 32;
+    memcpy(b, h, sizeof h);
+    memcpy(b + sizeof h, l, sizeof l);
+    uint8_t *q = b + KEYS_HEAD, *k = q + dl + il;
     if (uct_iface_get_device_address(iface, (uct_device_addr_t *)q) != UCS_OK ||
         uct_iface_get_address(iface, (uct_iface_addr_t *)(q + dl)) != UCS_OK ||
-        uct_md_mkey_pack(md, store_mh, q + dl + il) != UCS_OK ||
-        uct_md_mkey_pack(md, moves_mh, q + dl + il + rkey_len) != UCS_OK) {
+        uct_md_mkey_pack(md, store_mh, k) != UCS_OK ||
+        uct_md_mkey_pack(md, moves_mh, k + rkey_len) != UCS_OK ||
+        uct_md_mkey_pack(md, marks_mh, k + 2 * rkey_len) != UCS_OK) {
         free(b);
         return NULL;
     }
@@ -158,15 +173,16 @@ void *cb_rma_keys(size_t *len)
 void cb_rma_peer(int node, const void *keys, size_t len)
 {
     const uint8_t *b = keys;
-    uint64_t h[2];
+    uint64_t h[NKEYS];
     uint32_t l[4];
     if (!iface || !store_mh || atomic_load(&ready[node]))
         return;
-    if (len < 32 || (memcpy(h, b, 16), memcpy(l, b + 16, 16), 32 + (size_t)l[0] + l[1] + 2 * (size_t)l[2] != len))
+    if (len < KEYS_HEAD || (memcpy(h, b, sizeof h), memcpy(l, b + sizeof h, sizeof l),
+                            KEYS_HEAD + (size_t)l[0] + l[1] + NKEYS * (size_t)l[2] != len))
         cb_die("node %d: malformed remote keys from node %d", cb.self, node);
-    const uct_device_addr_t *dev = (const void *)(b + 32);
-    const uct_iface_addr_t *ia = (const void *)(b + 32 + l[0]);
-    const uint8_t *rk = b + 32 + l[0] + l[1];
+    const uct_device_addr_t *dev = (const void *)(b + KEYS_HEAD);
+    const uct_iface_addr_t *ia = (const void *)(b + KEYS_HEAD + l[0]);
+    const uint8_t *rk = b + KEYS_HEAD + l[0] + l[1];
     if (l[0] != attr.device_addr_len || l[1] != attr.iface_addr_len || l[2] != rkey_len ||
         !uct_iface_is_reachable(iface, dev, ia))
         return; /* another host: messages */
@@ -181,30 +197,54 @@ void cb_rma_peer(int node, const void *keys, size_t len)
     };
     if (uct_ep_create(&ep, &p->ep) == UCS_OK &&
         uct_rkey_unpack(comp, rk, &p->store) == UCS_OK &&
-        uct_rkey_unpack(comp, rk + rkey_len, &p->moves) == UCS_OK) {
+        uct_rkey_unpack(comp, rk + rkey_len, &p->moves) == UCS_OK &&
+        uct_rkey_unpack(comp, rk + 2 * rkey_len, &p->marks) == UCS_OK) {
         p->store_base = h[0];
         p->moves_at = h[1];
+        p->marks_at = h[2];
         atomic_store_explicit(&ready[node], true, memory_order_release);
     }
     cb_mutex_unlock(&mu);
 }
 
-static void read_done(uct_completion_t *c) { (void)c; }
+static void rma_done(uct_completion_t *c) { (void)c; }
 
-static ucs_status_t get(peer_t *p, void *dst, size_t len, uint64_t raddr, uct_rkey_t rkey)
+/* reads len bytes at raddr into buf, or (put) writes them there */
+static ucs_status_t rma(peer_t *p, bool put, void *buf, size_t len, uint64_t raddr,
+                        uct_rkey_t rkey)
 {
-    uct_iov_t iov = { .buffer = dst, .length = len, .memh = UCT_MEM_HANDLE_NULL, .count = 1 };
-    uct_completion_t c = { .func = read_done, .count = 1, .status = UCS_OK };
-    ucs_status_t s = uct_ep_get_zcopy(p->ep, &iov, 1, raddr, rkey, &c);
+    uct_iov_t iov = { .buffer = buf, .length = len, .memh = UCT_MEM_HANDLE_NULL, .count = 1 };
+    uct_completion_t c = { .func = rma_done, .count = 1, .status = UCS_OK };
+    ucs_status_t s = put ? uct_ep_put_zcopy(p->ep, &iov, 1, raddr, rkey, &c)
+                         : uct_ep_get_zcopy(p->ep, &iov, 1, raddr, rkey, &c);
     if (s != UCS_INPROGRESS)
         return s;
     /* cma copies within the call; were it not so, the copy is ours to finish */
     uint64_t t0 = cb_now_ns();
     while (c.count > 0) {
         if (!uct_worker_progress(uworker) && cb_now_ns() - t0 > 10000000000ull)
-            cb_die("node %d: a remote read of %zu bytes did not end in 10 s", cb.self, len);
+            cb_die("node %d: a remote %s of %zu bytes did not end in 10 s", cb.self,
+                   put ? "write" : "read", len);
     }
     return c.status;
+}
+
+static ucs_status_t get(peer_t *p, void *dst, size_t len, uint64_t raddr, uct_rkey_t rkey)
+{
+    return rma(p, false, dst, len, raddr, rkey);
+}
+
+/* marks pages [first, first + n) at p's node as read in place (the
+ * header's comment) */
+static ucs_status_t mark(peer_t *p, uint64_t first, uint32_t n)
+{
+    static const uint8_t ones[CB_MAX_FETCH_PAGES] = { [0 ... CB_MAX_FETCH_PAGES - 1] = 1 };
+    ucs_status_t s = UCS_OK;
+    for (uint32_t k = 0; k < n && s == UCS_OK; k += CB_MAX_FETCH_PAGES) {
+        uint32_t m = n - k < CB_MAX_FETCH_PAGES ? n - k : CB_MAX_FETCH_PAGES;
+        s = rma(p, true, (void *)ones, m, p->marks_at + first + k, p->marks.rkey);
+    }
+    return s;
 }
 
 /* Pages new here go through the buffer: written into the store's file
@@ -229,6 +269,8 @@ bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const u
     fresh = fresh && bounce && total <= CB_MAX_FETCH_PAGES;
     if (atomic_load(&ready[node])) {
         s = UCS_OK;
+        for (uint32_t k = 0; k < count && s == UCS_OK; k++) /* before the data */
+            s = mark(p, first[k], n[k]);
         for (uint32_t k = 0, off = 0; k < count && s == UCS_OK; off += n[k++])
             s = get(p, fresh ? bounce + off * cb.ps : cb_proto_page(first[k]),
                     (size_t)n[k] * cb.ps, p->store_base + first[k] * cb.ps, p->store.rkey);
@@ -255,6 +297,8 @@ void cb_rma_fini(void)
             uct_rkey_release(comp, &p->store);
         if (p->moves.rkey)
             uct_rkey_release(comp, &p->moves);
+        if (p->marks.rkey)
+            uct_rkey_release(comp, &p->marks);
         if (p->ep)
             uct_ep_destroy(p->ep);
         *p = (peer_t){ 0 };
@@ -266,7 +310,9 @@ void cb_rma_fini(void)
         uct_md_mem_dereg(md, store_mh);
     if (moves_mh)
         uct_md_mem_dereg(md, moves_mh);
-    store_mh = moves_mh = NULL;
+    if (marks_mh)
+        uct_md_mem_dereg(md, marks_mh);
+    store_mh = moves_mh = marks_mh = NULL;
     if (iface)
         uct_iface_close(iface);
     if (uworker)

@@ -1,0 +1,95 @@
+/* undone_write: a home's write undone within one interval must not stay in
+ * a copy read in place meanwhile.  Page P, homed on node 0, holds x (under
+ * lock l) and z.  Each round: H (node 0) writes z and releases (P stays
+ * writable at its home, with a checksum); R (node 1) acquires (its copy of
+ * P is invalidated) and takes lock m.  H takes l, sets x = 1 and waits for
+ * m; R reads P (a fault: read in place from the home, no message) and
+ * sees x = 1, then gives m up; H sets x = 0 back and releases: P's
+ * checksum is what it was.  R then takes l: it must read x = 0.
+ * Run with CABLES_REFRESH=0 (copies invalidated, not refreshed).
+ * usage: undone_write [ROUNDS]
+ * RESULT ok=1 stale=0 seen=S rounds=N */
+#include <cables.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct page { long x, z, pad[510]; };
+
+struct shared {
+    cables_barrier_t b;
+    cables_lock_t l, m;
+    long rounds, stale, seen;
+    struct page *pg;
+};
+
+static void *h_body(void *a)
+{
+    struct shared *s = a;
+    for (long k = 0; k < s->rounds; k++) {
+        cables_lock(&s->l);
+        s->pg->z = k + 1;
+        cables_unlock(&s->l);
+        cables_barrier_wait(&s->b); /* 1: R's copy invalidated */
+        cables_barrier_wait(&s->b); /* 2: R holds m */
+        cables_lock(&s->l);
+        s->pg->x = 1;
+        cables_lock(&s->m); /* R has read P */
+        s->pg->x = 0;
+        cables_unlock(&s->m);
+        cables_unlock(&s->l);
+        cables_barrier_wait(&s->b); /* 3 */
+    }
+    return NULL;
+}
+
+static void *r_body(void *a)
+{
+    struct shared *s = a;
+    volatile struct page *pg = s->pg;
+    long stale = 0, seen = 0;
+    for (long k = 0; k < s->rounds; k++) {
+        cables_barrier_wait(&s->b); /* 1 */
+        cables_lock(&s->m);
+        cables_barrier_wait(&s->b); /* 2 */
+        usleep(20000); /* H sets x = 1 meanwhile */
+        long mid = pg->x; /* a data race, on purpose: what the copy holds */
+        cables_unlock(&s->m);
+        cables_lock(&s->l);
+        long after = pg->x;
+        cables_unlock(&s->l);
+        seen += mid == 1;
+        stale += after != 0;
+        cables_barrier_wait(&s->b); /* 3 */
+    }
+    s->stale = stale;
+    s->seen = seen;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    long rounds = argc > 1 ? atol(argv[1]) : 20;
+    if (cables_node_count() < 2 || rounds < 1) {
+        printf("RESULT ok=0 error=needs_2_nodes_and_rounds\n");
+        return 2;
+    }
+    struct shared *s = cables_alloc(sizeof *s);
+    char *raw = cables_alloc(2 * sizeof(struct page));
+    s->pg = (struct page *)(((uintptr_t)raw + 4095) & ~(uintptr_t)4095);
+    s->pg->x = 0; /* main's first touch homes P on node 0 */
+    s->pg->z = 0;
+    s->rounds = rounds;
+    cables_barrier_init(&s->b, 2);
+    cables_thread_t h, r;
+    if (cables_thread_create(&h, 0, h_body, s) || cables_thread_create(&r, 1, r_body, s)) {
+        printf("RESULT ok=0 error=create\n");
+        return 1;
+    }
+    cables_thread_join(h, NULL);
+    cables_thread_join(r, NULL);
+    printf("RESULT ok=%d stale=%ld seen=%ld rounds=%ld\n", s->stale == 0, s->stale, s->seen,
+           rounds);
+    return s->stale == 0 ? 0 : 1;
+}
