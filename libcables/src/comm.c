@@ -60,12 +60,18 @@ static cb_op_t *op_new(int dst, const cb_msg_t *hdr, const void *payload, size_t
     op->heap = true;
     op->hdr = *hdr;
     op->len = len;
-    op->payload = (void *)payload;
-    if (len && !own) {
+    /* none kept for len 0: run_ops frees it, and an empty message from the
+     * wire points into UCX's buffer (cb_defer) */
+    op->payload = NULL;
+    if (len && own) {
+        op->payload = (void *)payload;
+    } else if (len) {
         op->payload = malloc(len);
         if (!op->payload)
             cb_die("out of memory for a message");
         memcpy(op->payload, payload, len);
+    } else if (own) {
+        free((void *)payload);
     }
     return op;
 }
