@@ -177,8 +177,13 @@ TEST_P(RemoteRead, RefreshedCopiesAreNeverStale)
 // refreshed, round 1 faults, every value still the round's.  4 nodes: the
 // move halfway makes those reads find node 0's epoch changed and ask, and
 // the pages read before and after it make shorter runs, which are
-// refreshed: fewer than the block's pages in all (all of them, 4 times,
-// were refreshed before long runs were not).
+// refreshed.  And node 0, no longer writing its half, notices the pages
+// the reader read in place (marked: they may have changed and changed
+// back, hlrc.c) at its release at the barrier after, or, for those read
+// after that release, at the next: runs shorter than the half, refreshed
+// once more in each of the 3 later rounds (up to 183 in 14 runs).  So
+// fewer than twice the block's pages in all, where all of them, 4 times,
+// were refreshed before long runs were not.
 TEST_P(RemoteRead, LongRunsAreReadOnDemand)
 {
     const Cfg c = GetParam();
@@ -191,7 +196,7 @@ TEST_P(RemoteRead, LongRunsAreReadOnDemand)
     if (c.nodes == 2)
         EXPECT_EQ(mn::get_ll(r, "refreshed"), 0) << res.describe();
     else
-        EXPECT_LT(mn::get_ll(r, "refreshed"), 128) << res.describe();
+        EXPECT_LT(mn::get_ll(r, "refreshed"), 2 * 128) << res.describe();
     EXPECT_GE(mn::get_ll(r, "round1_faults"), 1) << res.describe();
     EXPECT_GE(mn::get_ll(r, "remote_reads"), rounds - 1) << res.describe();
 }
