@@ -12,7 +12,6 @@
  * usage: own_writes [ROUNDS]
  * RESULT ok=1 bad=0 rounds=ROUNDS min=M max=M h=H */
 #include <cables.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -87,8 +86,7 @@ int main(int argc, char **argv)
         return 2;
     }
     struct shared *s = cables_alloc(sizeof *s);
-    char *raw = cables_alloc((NP + 1) * PAGE);
-    s->pg = (struct page *)(((uintptr_t)raw + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
+    s->pg = cables_alloc(NP * PAGE); /* page aligned */
     s->rounds = rounds;
     s->stop = 0;
     for (int p = 0; p < NP; p++) /* main's first touches home the pages on node 0 */

@@ -10,7 +10,6 @@
  * usage: undone_write [ROUNDS]
  * RESULT ok=1 stale=0 seen=S rounds=N */
 #include <cables.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -76,8 +75,7 @@ int main(int argc, char **argv)
         return 2;
     }
     struct shared *s = cables_alloc(sizeof *s);
-    char *raw = cables_alloc(2 * sizeof(struct page));
-    s->pg = (struct page *)(((uintptr_t)raw + 4095) & ~(uintptr_t)4095);
+    s->pg = cables_alloc(sizeof(struct page)); /* page aligned */
     s->pg->x = 0; /* main's first touch homes P on node 0 */
     s->pg->z = 0;
     s->rounds = rounds;
