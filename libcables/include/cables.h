@@ -91,6 +91,9 @@ typedef struct {
     uint64_t notices_kept, notices_kept_peak;
     /* pages of memory in the twins' pool: the most copies twinned at once */
     uint64_t twin_pool;
+    /* copies kept at an acquire because they hash to what their homes held
+     * at the release that noticed them (a read in place, not a write) */
+    uint64_t copies_confirmed;
 } cables_stats_t;
 /* Fills the first size bytes of *s: fields are only ever appended, so a
  * program built against an older cables.h gets the ones it knows and no

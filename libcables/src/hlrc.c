@@ -38,7 +38,10 @@ static void kept_add(int64_t d)
         kept_peak = kept;
 }
 
-static void log_append(int m, uint32_t npages, uint32_t *pages)
+/* words of an interval's notices (cb_interval_t) */
+static size_t iv_words(uint32_t npages, uint32_t nmarks) { return npages + 3 * (size_t)nmarks; }
+
+static void log_append(int m, uint32_t npages, uint32_t nmarks, uint32_t *pages)
 {
     cb_wnlog_t *l = &wlog[m];
     if (l->n - l->off == l->cap) {
@@ -47,9 +50,9 @@ static void log_append(int m, uint32_t npages, uint32_t *pages)
         if (!l->iv)
             cb_die("out of memory for write notices");
     }
-    l->iv[l->n++ - l->off] = (cb_interval_t){ npages, pages };
+    l->iv[l->n++ - l->off] = (cb_interval_t){ npages, nmarks, pages };
     vc[m] = l->n;
-    kept_add((int64_t)npages);
+    kept_add((int64_t)npages + nmarks);
 }
 
 /* log_mu held: the intervals below both gc_base and applied go */
@@ -61,7 +64,7 @@ static void trim(void)
         if (to <= l->off)
             continue;
         for (uint32_t j = l->off; j < to; j++) {
-            kept -= iv(m, j)->npages;
+            kept -= iv(m, j)->npages + iv(m, j)->nmarks;
             free(iv(m, j)->pages);
         }
         memmove(l->iv, l->iv + (to - l->off), (l->n - to) * sizeof *l->iv);
@@ -98,7 +101,7 @@ void cb_known_get(int k, uint32_t *out)
 }
 
 /* [u32 nn][u32 vc[nn]][u32 from[nn]] then per node per interval:
- * [u32 npages][u32 pages...] */
+ * [u32 npages][u32 nmarks][u32 pages...][u32 marks... (3 words each)] */
 void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
 {
     cb_mutex_lock(&log_mu);
@@ -109,7 +112,7 @@ void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
         if (f[m] < wlog[m].off) /* collected: the receiver knows them */
             f[m] = wlog[m].off;
         for (uint32_t j = f[m]; j < vc[m]; j++)
-            n += 4 + 4 * (size_t)iv((int)m, j)->npages;
+            n += 8 + 4 * iv_words(iv((int)m, j)->npages, iv((int)m, j)->nmarks);
     }
     uint32_t *b = malloc(n), *q = b;
     if (!b)
@@ -120,9 +123,11 @@ void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
     for (uint32_t m = 0; m < nn; m++)
         for (uint32_t j = f[m]; j < vc[m]; j++) {
             cb_interval_t *i = iv((int)m, j);
+            size_t w = iv_words(i->npages, i->nmarks);
             *q++ = i->npages;
-            memcpy(q, i->pages, 4 * (size_t)i->npages);
-            q += i->npages;
+            *q++ = i->nmarks;
+            memcpy(q, i->pages, 4 * w);
+            q += w;
         }
     if (vc_out)
         memcpy(vc_out, vc, sizeof vc);
@@ -151,18 +156,22 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out)
             cb_die("node %d: write notices of node %u from interval %u but only %u known "
                    "(protocol error)", cb.self, m, from[m] + 1, vc[m]);
         for (uint32_t j = from[m]; j < svc[m]; j++) {
-            if (q >= end)
+            if (end - q < 2)
                 cb_die("node %d: truncated write notices", cb.self);
-            uint32_t np = *q++;
-            if ((size_t)(end - q) < np)
+            uint32_t np = q[0], nmk = q[1];
+            size_t w = iv_words(np, nmk);
+            q += 2;
+            if ((size_t)(end - q) < w)
                 cb_die("node %d: truncated write notices", cb.self);
             if (j == vc[m] && (int)m != cb.self) {
-                uint32_t *pages = malloc(4 * (size_t)np + 1);
-                memcpy(pages, q, 4 * (size_t)np);
-                log_append((int)m, np, pages);
-                fresh += np;
+                uint32_t *pages = malloc(4 * w + 1);
+                if (!pages)
+                    cb_die("out of memory for write notices");
+                memcpy(pages, q, 4 * w);
+                log_append((int)m, np, nmk, pages);
+                fresh += np + nmk;
             }
-            q += np;
+            q += w;
         }
     }
     merged = true;
@@ -248,7 +257,7 @@ static void diff_send_all(diff_batch_t *batch, cb_waiter_t *acks)
  * many for pages other nodes write (their writers notice them anyway). */
 static uint64_t page_sum(uint64_t p)
 {
-    return XXH3_64bits_withSeed(cb_proto_page(p), cb.ps, cb.sum_seed);
+    return XXH3_64bits_withSeed(cb_proto_page(p), cb.ps, cb.sum_seeds[cb.self]);
 }
 
 void cb_sum_take(uint64_t p)
@@ -269,14 +278,16 @@ static bool sum_changed(uint64_t p)
 }
 
 /* Another node read home page p in place since the last look (rma.c
- * marks it first): at a release, a page whose checksum says unchanged is
- * noticed all the same, for a write undone within the interval (x = 1
- * read in place, then x = 0 again) leaves the checksum as it was but the
- * reader's copy stale; and it is write-protected (close_interval).  Taken
- * after the page is hashed: a mark that comes
- * later is of a read that sees at least what the hash saw, and stays for
- * the next look.  The fence: the interval's writes are visible before the
- * mark is looked at (else a read marked meanwhile could miss them). */
+ * marks it first): at a release, a page whose checksum says unchanged
+ * gets a mark notice all the same, for a write undone within the interval
+ * (x = 1 read in place, then x = 0 again) leaves the checksum as it was
+ * but the reader's copy stale.  The notice carries the checksum: a reader
+ * whose copy hashes to it holds what the home held then, and keeps it
+ * (marks_check); any other copy goes.  Taken after the page is hashed: a
+ * mark that comes later is of a read that sees at least what the hash saw,
+ * and stays for the next look.  The fence: the interval's writes are
+ * visible before the mark is looked at (else a read marked meanwhile could
+ * miss them). */
 static bool read_marked(uint64_t p)
 {
     atomic_thread_fence(memory_order_seq_cst);
@@ -286,6 +297,15 @@ static bool read_marked(uint64_t p)
 static bool read_in_place(uint64_t p)
 {
     return read_marked(p) && atomic_exchange(&cb.read_marks[p], 0);
+}
+
+/* a mark notice of p, whose checksum is sum, to mk (cb_interval_t) */
+static void mark_put(uint32_t *mk, uint32_t *nmk, uint64_t p, uint64_t sum)
+{
+    uint32_t *w = mk + 3 * (size_t)(*nmk)++;
+    w[0] = (uint32_t)p;
+    w[1] = (uint32_t)sum;
+    w[2] = (uint32_t)(sum >> 32);
 }
 
 /* Page numbers in increasing order (heapsort, in place).  Not qsort: under
@@ -311,16 +331,21 @@ static void sort_pages(uint32_t *a, size_t n)
     }
 }
 
-/* The pages of interval i appended to a (n of cap) */
-static void pages_add(uint32_t **a, size_t *n, size_t *cap, const cb_interval_t *i)
+/* The pages of interval i appended to a (n of cap), and its marks' pages
+ * too if with_marks (each then taken for a write) */
+static void pages_add(uint32_t **a, size_t *n, size_t *cap, const cb_interval_t *i,
+                      bool with_marks)
 {
-    if (*n + i->npages > *cap) {
-        *cap = (*n + i->npages) * 2;
+    size_t add = i->npages + (with_marks ? i->nmarks : 0);
+    if (*n + add > *cap) {
+        *cap = (*n + add) * 2;
         if (!(*a = realloc(*a, 4 * *cap)))
             cb_die("out of memory applying write notices");
     }
     memcpy(*a + *n, i->pages, 4 * (size_t)i->npages);
     *n += i->npages;
+    for (uint32_t k = 0; with_marks && k < i->nmarks; k++)
+        (*a)[(*n)++] = i->pages[i->npages + 3 * k];
 }
 
 /* a sorted, each page once; returns how many */
@@ -352,12 +377,11 @@ static size_t pages_unique(uint32_t *a, size_t n)
 enum { IDLE_GRACE = 8, IDLE_LEVELS = 1, IDLE_COUNT = 31, IDLE_PROTECTED = 128 };
 
 /* p (owned, its release state next) was found unwritten: true if it
- * stays writable for now (within its grace, unless ended), then listed for
- * the next release and unowned */
-static bool idle_kept(uint64_t p, uint32_t next, bool end)
+ * stays writable for now, then listed for the next release and unowned */
+static bool idle_kept(uint64_t p, uint32_t next)
 {
     unsigned b = cb.idle[p], level = b >> 5 & 3;
-    if (!end && (b & IDLE_COUNT) + 1 < (unsigned)IDLE_GRACE << level) {
+    if ((b & IDLE_COUNT) + 1 < (unsigned)IDLE_GRACE << level) {
         cb.idle[p] = (uint8_t)(b + 1);
         cb_plist_push(&cb.dirty, p);
         cb_page_unown(p, next);
@@ -368,14 +392,12 @@ static bool idle_kept(uint64_t p, uint32_t next, bool end)
 }
 
 /* p (owned, its release state next) was found unwritten: kept writable
- * within its grace (UINT32_MAX: not held; end: grace ended now), else
- * protected with its neighbours and its state returned, held until the run
- * ends, when it is compared once more (a write that raced); PG_TWIN marks a
- * home page */
-static uint32_t idle_unwritten(cb_prot_run_t *run, uint64_t p, uint32_t next, bool is_home,
-                               bool end)
+ * within its grace (UINT32_MAX: not held), else protected with its
+ * neighbours and its state returned, held until the run ends, when it is
+ * compared once more (a write that raced); PG_TWIN marks a home page */
+static uint32_t idle_unwritten(cb_prot_run_t *run, uint64_t p, uint32_t next, bool is_home)
 {
-    if (idle_kept(p, next, end))
+    if (idle_kept(p, next))
         return UINT32_MAX;
     uint32_t s = cb_page_next(next, is_home, EV_IDLE).next;
     cb_prot_run(run, p, cb_page_prot(s));
@@ -406,9 +428,11 @@ static void close_interval(void)
         return;
     cb_waiter_t *acks = cb_waiter_new();
     diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
-    /* the interval's written pages, and the pages it homed here */
+    /* the interval's written pages, and the pages it homed here; its mark
+     * notices (read_marked) */
     uint32_t *pages = malloc(4 * ((size_t)n + nh)), nw = 0;
-    if (!pages || !batch)
+    uint32_t *mk = malloc(12 * (size_t)n + 1), nmk = 0;
+    if (!pages || !batch || !mk)
         cb_die("out of memory closing an interval");
     /* pages to write-protect (written home pages, copies no longer
      * written) are protected with their neighbours, one call a run, and
@@ -431,15 +455,12 @@ static void close_interval(void)
             if (st.act & ACT_TWIN) {
                 cb_sum_take(p);
             } else if (!sum_changed(p)) {
-                /* unwritten.  Read in place meanwhile: protected now, and
-                 * noticed below (the next such reads, of a page that cannot
-                 * change unnoticed, need no notice: refreshed copies would
-                 * otherwise be noticed, read and marked again at every
-                 * release of its grace: LU's 2-node ROI 640 -> 850 ms) */
-                bool marked = read_marked(p);
-                held[i] = idle_unwritten(&run, p, st.next, true, marked);
-                if (held[i] == UINT32_MAX && read_in_place(p)) /* a mark since */
-                    pages[nw++] = (uint32_t)p;
+                /* unwritten (if protected now, its marks are looked at
+                 * below, after the last comparison) */
+                uint64_t sum = cb.sums[p];
+                held[i] = idle_unwritten(&run, p, st.next, true);
+                if (held[i] == UINT32_MAX && read_in_place(p))
+                    mark_put(mk, &nmk, p, sum);
                 continue;
             }
             read_in_place(p); /* noticed anyway: the marks so far are answered */
@@ -457,14 +478,15 @@ static void close_interval(void)
         }
         if (st.act & ACT_DIFF) {
             if (!diff_add(batch, home, p, acks)) { /* not written since the last release */
-                held[i] = idle_unwritten(&run, p, st.next, false, false);
+                held[i] = idle_unwritten(&run, p, st.next, false);
                 continue;
             }
             idle_written(p);
         }
         if (s & PG_STACK && home == cb.self) {
             written = sum_changed(p);
-            written = read_in_place(p) || written;
+            if (read_in_place(p) && !written)
+                mark_put(mk, &nmk, p, cb.sums[p]);
         }
         if (st.act & ACT_LIST)
             cb_plist_push(&cb.dirty, p); /* still written: next interval's list */
@@ -489,10 +511,13 @@ static void close_interval(void)
         } else {
             bool written = !(held[i] & PG_TWIN) || cb_bit_take(cb.sum_stale, p) ||
                            page_sum(p) != cb.sums[p];
-            if (written)
+            bool read = read_in_place(p);
+            if (written) {
                 cb_stat_page_written(p, cb.self);
-            if (read_in_place(p) || written)
                 pages[nw++] = (uint32_t)p;
+            } else if (read) {
+                mark_put(mk, &nmk, p, cb.sums[p]);
+            }
         }
         cb_page_unown(p, held[i] & ~(uint32_t)PG_TWIN);
     }
@@ -502,15 +527,22 @@ static void close_interval(void)
     nw += nh;
     cb_waiter_wait_pending(acks);
     cb_waiter_free(acks);
-    if (nw == 0) {
+    if (nw + nmk == 0) {
         free(pages);
+        free(mk);
         return;
     }
+    if (nmk) {
+        if (!(pages = realloc(pages, 4 * iv_words(nw, nmk))))
+            cb_die("out of memory closing an interval");
+        memcpy(pages + nw, mk, 12 * (size_t)nmk);
+    }
+    free(mk);
     cb_mutex_lock(&log_mu);
-    log_append(cb.self, nw, pages);
+    log_append(cb.self, nw, nmk, pages);
     applied[cb.self] = vc[cb.self];
     cb_mutex_unlock(&log_mu);
-    STAT_ADD(write_notices_made, nw);
+    STAT_ADD(write_notices_made, nw + nmk);
 }
 
 /* Frees of shared blocks that another node hands out again (heap.c's
@@ -705,12 +737,51 @@ static void refresh_add(refresh_t *r, size_t i, uint64_t p, int home, uint32_t *
     r->n[k] = 1;
 }
 
+/* A mark notice of node m's (mark_put) */
+typedef struct { uint64_t sum; uint32_t page; int node; } mark_t;
+
+static void marks_add(mark_t **a, size_t *n, size_t *cap, const cb_interval_t *i, int m)
+{
+    if (*n + i->nmarks > *cap) {
+        *cap = (*n + i->nmarks) * 2;
+        if (!(*a = realloc(*a, sizeof **a * *cap)))
+            cb_die("out of memory applying write notices");
+    }
+    for (uint32_t k = 0; k < i->nmarks; k++) {
+        const uint32_t *w = i->pages + i->npages + 3 * (size_t)k;
+        (*a)[(*n)++] = (mark_t){ w[1] | (uint64_t)w[2] << 32, w[0], m };
+    }
+}
+
+/* The pages named by mark notices whose copies here are not what their
+ * homes held at those releases (a readable copy hashing to the notice's
+ * checksum is kept: copies_confirmed), appended to pages */
+static void marks_check(uint32_t **pages, size_t *n, size_t *cap, const mark_t *mk, size_t nmk)
+{
+    for (size_t k = 0; k < nmk; k++) {
+        uint64_t p = mk[k].page;
+        uint32_t s = cb_page_own(p);
+        bool same = (s & PG_ACC) == PG_RO && cb_home_cached(p) == mk[k].node &&
+                    XXH3_64bits_withSeed(cb_proto_page(p), cb.ps, cb.sum_seeds[mk[k].node]) ==
+                        mk[k].sum;
+        cb_page_unown(p, s);
+        if (same) {
+            STAT_ADD(copies_confirmed, 1);
+            continue;
+        }
+        if (*n == *cap && !(*pages = realloc(*pages, 4 * (*cap = *cap * 2 + 64))))
+            cb_die("out of memory applying write notices");
+        (*pages)[(*n)++] = (uint32_t)p;
+    }
+}
+
 void cb_acquire(const uint32_t *target)
 {
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
-    size_t np = 0, cap = 0;
+    size_t np = 0, cap = 0, nmk = 0, capmk = 0;
     uint32_t *pages = NULL;
+    mark_t *mk = NULL;
     cb_mutex_lock(&log_mu);
     if (npend) { /* collected before an acquire here: applied first */
         pages = pend;
@@ -725,12 +796,16 @@ void cb_acquire(const uint32_t *target)
         if (target[m] > vc[m])
             cb_die("node %d: acquire of node %d's interval %u before its notice (protocol error)",
                    cb.self, m, target[m]);
-        for (uint32_t j = applied[m]; j < target[m]; j++)
-            pages_add(&pages, &np, &cap, iv(m, j));
+        for (uint32_t j = applied[m]; j < target[m]; j++) {
+            pages_add(&pages, &np, &cap, iv(m, j), false);
+            marks_add(&mk, &nmk, &capmk, iv(m, j), m);
+        }
         applied[m] = target[m];
     }
     trim();
     cb_mutex_unlock(&log_mu);
+    marks_check(&pages, &np, &cap, mk, nmk);
+    free(mk);
     /* no claim here of a page written before (directory.c); claims in
      * flight answered first: one lost is a copy these notices may name */
     cb_claims_forbid(pages, np);
@@ -832,7 +907,7 @@ static void fold(void)
         if (m == cb.self || to <= applied[m])
             continue;
         for (uint32_t j = applied[m]; j < to; j++)
-            pages_add(&add, &na, &cap, iv(m, j));
+            pages_add(&add, &na, &cap, iv(m, j), true);
         applied[m] = to;
     }
     trim();
@@ -1004,7 +1079,8 @@ static bool home_unknown(const cb_msg_t *m, const void *p, size_t len, uint64_t 
  * copy; a change before it stays to be noticed (stale).  A requester that
  * reads the page itself (FETCH_NO_DATA) marks it first (read_in_place):
  * a write between this hash and that read, put back before the release,
- * is noticed too.  False if it is busy (the request waits). */
+ * gets a mark notice, which drops the copy that saw it.  False if it is
+ * busy (the request waits). */
 static bool share(uint64_t p)
 {
     uint32_t s = atomic_load(&cb.pst[p]);

@@ -192,7 +192,10 @@ bool cb_rma_read_served(int node, uint32_t count, const uint64_t *first, const u
                         uint64_t rec, bool fresh);
 
 /* ---- write notices and intervals (hlrc.c) ---- */
-typedef struct { uint32_t npages; uint32_t *pages; } cb_interval_t;
+/* An interval's notices: npages page numbers, then nmarks marks of 3 words
+ * each (page, checksum low, high): a home page read in place in the
+ * interval and found unchanged at its end (hlrc.c), with its checksum */
+typedef struct { uint32_t npages, nmarks; uint32_t *pages; } cb_interval_t;
 typedef struct { cb_interval_t *iv; uint32_t off, n, cap; } cb_wnlog_t; /* iv[j - off]: interval j + 1, j in [off, n) */
 typedef uint32_t cb_vc_t[CB_MAX_NODES];
 
@@ -489,7 +492,7 @@ typedef struct {
     _Atomic bool claims_drain; /* a release or acquire waits for claims_out to be 0 */
     cb_plist_t homed;       /* homes gained since the last release (directory.c) */
     uint64_t *sums;         /* home page p's checksum (hlrc.c): its twin */
-    uint64_t sum_seed;      /* the checksums' seed, this run's */
+    uint64_t sum_seeds[CB_MAX_NODES]; /* node k's checksums' seed, this run's (node table) */
     _Atomic uint64_t *sum_stale; /* bit p: a diff landed after p's checksum (hlrc.c) */
     _Atomic uint8_t *read_marks; /* byte p: another node read home page p in place (rma.c) */
     /* interval bookkeeping */

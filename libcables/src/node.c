@@ -40,6 +40,7 @@ bool cb_node_attaching(int k) { return atomic_load(&state[k]) == NS_ATTACHING; }
 
 typedef struct {
     int32_t node, pid;
+    uint64_t sum_seed; /* its checksums' (mark notices carry them) */
     char host[64];
     uint32_t addr_len;
 } cb_node_info_t; /* followed by the UCX address */
@@ -63,6 +64,7 @@ static cb_node_info_t *pack_info(int node, size_t *len)
         cb_die("out of memory for the node table");
     i->node = node;
     i->pid = cb.pids[node];
+    i->sum_seed = cb.sum_seeds[node];
     memcpy(i->host, cb.hosts[node], sizeof i->host);
     i->addr_len = (uint32_t)alen;
     memcpy(i + 1, addr, alen);
@@ -75,6 +77,7 @@ static void add_node(const cb_node_info_t *i)
     if (i->node < 0 || i->node >= CB_MAX_NODES)
         cb_die("node %d: bad node number %d in the node table", cb.self, i->node);
     cb.pids[i->node] = i->pid;
+    cb.sum_seeds[i->node] = i->sum_seed;
     memcpy(cb.hosts[i->node], i->host, sizeof cb.hosts[0]);
     if (i->node != cb.self)
         cb_xport_add_peer(i->node, i + 1, i->addr_len);

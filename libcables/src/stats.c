@@ -131,7 +131,7 @@ void cables_stats_print(void)
     int n = snprintf(b, sizeof b,
         "cables: node %d stats: faults read=%llu write=%llu (on own homes %llu) | "
         "pages fetched=%llu in %llu fetches (avg %.1f us, %llu by remote read) | written ahead=%llu | twins=%llu (pool %llu) diffs sent=%llu bytes=%llu applied=%llu | "
-        "write notices made=%llu received=%llu kept=%llu (peak %llu) invalidations=%llu refreshed=%llu | "
+        "write notices made=%llu received=%llu kept=%llu (peak %llu) invalidations=%llu refreshed=%llu confirmed=%llu | "
         "locks=%llu remote=%llu wait=%.3f ms | barriers=%llu wait=%.3f ms | "
         "homes owned=%llu moved=%llu misplaced=%llu dir lookups=%llu claimed=%llu lost=%llu | "
         "msgs=%llu bytes=%llu | "
@@ -145,6 +145,7 @@ void cables_stats_print(void)
         (unsigned long long)s.diff_bytes_sent, (unsigned long long)s.diffs_applied,
         (unsigned long long)s.write_notices_made, (unsigned long long)s.write_notices_received,
         (unsigned long long)s.notices_kept, (unsigned long long)s.notices_kept_peak, (unsigned long long)s.invalidations, (unsigned long long)s.pages_refreshed,
+        (unsigned long long)s.copies_confirmed,
         (unsigned long long)s.lock_acquires,
         (unsigned long long)s.lock_remote_acquires, s.lock_wait_ns / 1e6,
         (unsigned long long)s.barriers, s.barrier_wait_ns / 1e6,
