@@ -342,7 +342,8 @@ static void pages_add(uint32_t **a, size_t *n, size_t *cap, const cb_interval_t 
         if (!(*a = realloc(*a, 4 * *cap)))
             cb_die("out of memory applying write notices");
     }
-    memcpy(*a + *n, i->pages, 4 * (size_t)i->npages);
+    if (i->npages) /* an interval of mark notices only has none */
+        memcpy(*a + *n, i->pages, 4 * (size_t)i->npages);
     *n += i->npages;
     for (uint32_t k = 0; with_marks && k < i->nmarks; k++)
         (*a)[(*n)++] = i->pages[i->npages + 3 * k];
