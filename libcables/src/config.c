@@ -179,6 +179,10 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_CLAIM")) && either(v, "local", "directory", &c->claim_local))
         cb_die("CABLES_CLAIM='%s' must be local (a first touch homes the page at once and "
                "tells the directory after) or directory (it asks the directory first)", v);
+    c->quiet = true;
+    if ((v = env("CABLES_QUIET")) && either(v, "on", "off", &c->quiet))
+        cb_die("CABLES_QUIET='%s' must be on (a home page noticed and not served since gets "
+               "no notices for its writes) or off (every write noticed)", v);
     c->log_gc = 1 << 18;
     if ((v = env("CABLES_LOG_GC")) && whole(v, 0, 1 << 30, &c->log_gc))
         cb_die("CABLES_LOG_GC='%s' must be a whole number of write notices from 0 (the logs "

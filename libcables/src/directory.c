@@ -486,6 +486,7 @@ void cb_on_move(const cb_msg_t *m)
     }
     if (s & PG_ACC)
         cb_page_protect(p, 1, PROT_NONE); /* later writes here would be lost */
+    cb_bit_clear(cb.quiet, p);
     atomic_fetch_add(cb.moves, 1); /* our copy is stale from now on (rma.c) */
     cb_home_set(p, to);
     cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = m->c, .d = m->d };
@@ -525,6 +526,7 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
         memcpy(cb_proto_page(p), data, cb.ps);
     }
     cb_home_set(p, cb.self);
+    cb_bit_clear(cb.quiet, p);
     cb_homed_push(p); /* its data is not zero: no node that learns of it may claim it */
     if (acc != PG_NONE)
         cb_page_protect(p, 1, cb_page_prot(s));

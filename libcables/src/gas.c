@@ -60,6 +60,7 @@ void cb_gas_init(void)
     cb.sums = reserve(cb.npages * sizeof *cb.sums);
     cb.sum_seeds[cb.self] = cb_now_ns() ^ (uint64_t)getpid() << 32;
     cb.sum_stale = reserve(cb.npages / 8 + 8);
+    cb.quiet = reserve(cb.npages / 8 + 8);
     cb.read_marks = reserve(cb.npages); /* registered for remote writes (rma.c) */
     cb.idle = reserve(cb.npages);
     cb.claim_ok = reserve(cb.npages / 8 + 8);

@@ -453,6 +453,21 @@ static void close_interval(void)
         if (home == cb.self && st.next & PG_TWIN) {
             /* a shared home page stays writable: written in this interval
              * if it took a write fault (no checksum yet) or its checksum changed */
+            bool quiet = cb_bit_take(cb.quiet, p);
+            if (quiet && !(st.act & ACT_TWIN)) {
+                /* noticed, and no copy has left since (quiet): its writes
+                 * since need no notice, nor a checksum; read in place
+                 * since, a mark notice with its checksum now */
+                if (read_in_place(p)) {
+                    cb_sum_take(p);
+                    mark_put(mk, &nmk, p, cb.sums[p]);
+                } else {
+                    cb_bit_set(cb.quiet, p);
+                }
+                cb_plist_push(&cb.dirty, p);
+                cb_page_unown(p, st.next);
+                continue;
+            }
             if (st.act & ACT_TWIN) {
                 cb_sum_take(p);
             } else if (!sum_changed(p)) {
@@ -465,6 +480,8 @@ static void close_interval(void)
                 continue;
             }
             read_in_place(p); /* noticed anyway: the marks so far are answered */
+            if (cb.cfg.quiet)
+                cb_bit_set(cb.quiet, p);
             idle_written(p);
             cb_plist_push(&cb.dirty, p);
             pages[nw++] = (uint32_t)p;
@@ -1090,7 +1107,9 @@ static bool share(uint64_t p)
     if (!cb_page_try_own(p, &s))
         return false;
     if (s & PG_SHARED) {
-        if (s & PG_TWIN && sum_changed(p))
+        if (s & PG_TWIN && cb_bit_take(cb.quiet, p))
+            cb_sum_take(p); /* what leaves is all a copy needs */
+        else if (s & PG_TWIN && sum_changed(p))
             cb_bit_set(cb.sum_stale, p);
         cb_page_unown(p, s);
         return true;

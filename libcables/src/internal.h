@@ -494,6 +494,7 @@ typedef struct {
     uint64_t *sums;         /* home page p's checksum (hlrc.c): its twin */
     uint64_t sum_seeds[CB_MAX_NODES]; /* node k's checksums' seed, this run's (node table) */
     _Atomic uint64_t *sum_stale; /* bit p: a diff landed after p's checksum (hlrc.c) */
+    _Atomic uint64_t *quiet; /* bit p: home page p noticed, no copy left since (hlrc.c) */
     _Atomic uint8_t *read_marks; /* byte p: another node read home page p in place (rma.c) */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */

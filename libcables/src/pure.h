@@ -86,6 +86,7 @@ typedef struct {
     bool bind;            /* node processes sharing a machine get its CPUs in equal shares */
     bool claim_local;     /* a first touch homes the page here at once, telling the directory
                              after (false: it asks first) */
+    bool quiet;           /* a noticed home page not served since gets no notices (hlrc.c) */
     int log_gc;           /* the notice logs are collected each time one grew by this
                              many notices (0: never) */
 } cb_config_t;

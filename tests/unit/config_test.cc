@@ -84,7 +84,7 @@ protected:
                                             "CABLES_HOME_POLICY", "CABLES_STATS",
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
                                             "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
-                                            "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC",
+                                            "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC", "CABLES_QUIET",
                                             "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
@@ -115,6 +115,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_TRUE(c.bind);
     EXPECT_TRUE(c.fetch_get);
     EXPECT_TRUE(c.claim_local);
+    EXPECT_TRUE(c.quiet);
     EXPECT_EQ(c.log_gc, 1 << 18);
     EXPECT_EQ(c.page_group, 16);
     EXPECT_EQ(c.fetch_pages, 16);
@@ -152,7 +153,9 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_FETCH", "msg", 1);
     setenv("CABLES_CLAIM", "directory", 1);
     setenv("CABLES_LOG_GC", "0", 1);
+    setenv("CABLES_QUIET", "off", 1);
     cb_config_t c = Load();
+    EXPECT_FALSE(c.quiet);
     EXPECT_FALSE(c.claim_local);
     EXPECT_EQ(c.log_gc, 0);
     EXPECT_EQ(c.refresh, 0);
@@ -172,7 +175,9 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_BIND", "auto", 1);
     setenv("CABLES_FETCH", "get", 1);
     setenv("CABLES_CLAIM", "local", 1);
+    setenv("CABLES_QUIET", "on", 1);
     c = Load();
+    EXPECT_TRUE(c.quiet);
     EXPECT_TRUE(c.claim_local);
     EXPECT_TRUE(c.bind);
     EXPECT_TRUE(c.fetch_get);
@@ -204,7 +209,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_LOG_GC", "-1"},        {"CABLES_LOG_GC", "1k"},
         {"CABLES_PAGE_GROUP", "0"},     {"CABLES_PAGE_GROUP", "65"},
         {"CABLES_FETCH_PAGES", "0"},    {"CABLES_FETCH_PAGES", "65"},
-        {"CABLES_FETCH_PAGES", "4p"},
+        {"CABLES_FETCH_PAGES", "4p"},   {"CABLES_QUIET", "1"},
     };
     for (auto &b : bad) {
         SetUp();
