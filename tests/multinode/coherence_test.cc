@@ -22,9 +22,20 @@ class IdleGrace : public ::testing::TestWithParam<Cfg> {};
 class CopyWriteAhead : public ::testing::TestWithParam<Cfg> {};
 class NoticeGc : public ::testing::TestWithParam<Cfg> {};
 class OwnWrites : public ::testing::TestWithParam<const char *> {};
-class UndoneWrite : public ::testing::TestWithParam<std::tuple<const char *, const char *>> {};
-class ReadConfirmed : public ::testing::TestWithParam<std::tuple<const char *, const char *>> {};
-class QuietPages : public ::testing::TestWithParam<std::tuple<const char *, const char *>> {};
+// 2 nodes, over shm and tcp, with copies invalidated (CABLES_REFRESH=0) or
+// refreshed (8)
+namespace {
+using TransportRefresh = std::tuple<const char *, const char *>;
+const auto kTransportRefresh =
+    ::testing::Combine(::testing::Values("shm", "tcp"), ::testing::Values("0", "8"));
+std::string transport_refresh_name(const ::testing::TestParamInfo<TransportRefresh> &i)
+{
+    return std::string(std::get<0>(i.param)) + "_refresh" + std::get<1>(i.param);
+}
+} // namespace
+class UndoneWrite : public ::testing::TestWithParam<TransportRefresh> {};
+class ReadConfirmed : public ::testing::TestWithParam<TransportRefresh> {};
+class QuietPages : public ::testing::TestWithParam<TransportRefresh> {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -451,12 +462,7 @@ TEST_P(UndoneWrite, CopyReadMidIntervalIsNoticed)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TwoNodes, UndoneWrite,
-    ::testing::Combine(::testing::Values("shm", "tcp"), ::testing::Values("0", "8")),
-    [](const ::testing::TestParamInfo<std::tuple<const char *, const char *>> &i) {
-        return std::string(std::get<0>(i.param)) + "_refresh" + std::get<1>(i.param);
-    });
+INSTANTIATE_TEST_SUITE_P(TwoNodes, UndoneWrite, kTransportRefresh, transport_refresh_name);
 
 // A copy read in place from a home page kept writable, and unchanged since,
 // survives the home's release: its mark notice carries the checksum, which
@@ -476,12 +482,7 @@ TEST_P(ReadConfirmed, UnchangedCopyReadInPlaceIsKept)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TwoNodes, ReadConfirmed,
-    ::testing::Combine(::testing::Values("shm", "tcp"), ::testing::Values("0", "8")),
-    [](const ::testing::TestParamInfo<std::tuple<const char *, const char *>> &i) {
-        return std::string(std::get<0>(i.param)) + "_refresh" + std::get<1>(i.param);
-    });
+INSTANTIATE_TEST_SUITE_P(TwoNodes, ReadConfirmed, kTransportRefresh, transport_refresh_name);
 
 // A home page written at every release and read by another node only every
 // 1-4 rounds: each read, by fetch or in place, with copies refreshed or
@@ -497,9 +498,4 @@ TEST_P(QuietPages, EveryReadSeesTheLastWrite)
     EXPECT_EQ(mn::get_ll(r, "reads"), 24 + 12 + 8 + 6 + 24 + 12 + 8 + 6) << res.describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TwoNodes, QuietPages,
-    ::testing::Combine(::testing::Values("shm", "tcp"), ::testing::Values("0", "8")),
-    [](const ::testing::TestParamInfo<std::tuple<const char *, const char *>> &i) {
-        return std::string(std::get<0>(i.param)) + "_refresh" + std::get<1>(i.param);
-    });
+INSTANTIATE_TEST_SUITE_P(TwoNodes, QuietPages, kTransportRefresh, transport_refresh_name);
