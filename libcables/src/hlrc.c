@@ -456,8 +456,16 @@ static void close_interval(void)
             bool quiet = cb_bit_take(cb.quiet, p);
             if (quiet && !(st.act & ACT_TWIN)) {
                 /* noticed, and no copy has left since (quiet): its writes
-                 * since need no notice, nor a checksum; read in place
-                 * since, a mark notice with its checksum now */
+                 * since need no notice, nor a checksum.  Every copy
+                 * elsewhere is older than that notice, and an acquire that
+                 * must see these writes follows this node's release of it,
+                 * so applies it first and drops the copy.  Copies come
+                 * from the home only: fetched (share() ends quiet) or read
+                 * in place (marked: a mark notice with its checksum now).
+                 * A claim lost (a copy the home never served) is made only
+                 * by a node that has not applied the notice yet (an
+                 * applied notice forbids the claim: directory.c), so it
+                 * too goes when that node applies it. */
                 if (read_in_place(p)) {
                     cb_sum_take(p);
                     mark_put(mk, &nmk, p, cb.sums[p]);
