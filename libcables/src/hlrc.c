@@ -255,10 +255,13 @@ static void diff_send_all(diff_batch_t *batch, cb_waiter_t *acks)
  * taken before the page is hashed, and a diff sets it before its words
  * land and after: a diff that races the hash leaves it set.  A notice too
  * many for pages other nodes write (their writers notice them anyway). */
-static uint64_t page_sum(uint64_t p)
+/* p's contents here hashed as node's checksums are (its seed) */
+static uint64_t page_sum_as(uint64_t p, int node)
 {
-    return XXH3_64bits_withSeed(cb_proto_page(p), cb.ps, cb.sum_seeds[cb.self]);
+    return XXH3_64bits_withSeed(cb_proto_page(p), cb.ps, cb.sum_seeds[node]);
 }
+
+static uint64_t page_sum(uint64_t p) { return page_sum_as(p, cb.self); }
 
 void cb_sum_take(uint64_t p)
 {
@@ -453,8 +456,7 @@ static void close_interval(void)
         if (home == cb.self && st.next & PG_TWIN) {
             /* a shared home page stays writable: written in this interval
              * if it took a write fault (no checksum yet) or its checksum changed */
-            bool quiet = cb_bit_take(cb.quiet, p);
-            if (quiet && !(st.act & ACT_TWIN)) {
+            if (!(st.act & ACT_TWIN) && cb_bit(cb.quiet, p)) {
                 /* noticed, and no copy has left since (quiet): its writes
                  * since need no notice, nor a checksum.  Every copy
                  * elsewhere is older than that notice, and an acquire that
@@ -467,10 +469,9 @@ static void close_interval(void)
                  * applied notice forbids the claim: directory.c), so it
                  * too goes when that node applies it. */
                 if (read_in_place(p)) {
+                    cb_bit_clear(cb.quiet, p);
                     cb_sum_take(p);
                     mark_put(mk, &nmk, p, cb.sums[p]);
-                } else {
-                    cb_bit_set(cb.quiet, p);
                 }
                 cb_plist_push(&cb.dirty, p);
                 cb_page_unown(p, st.next);
@@ -788,8 +789,7 @@ static void marks_check(uint32_t **pages, size_t *n, size_t *cap, const mark_t *
         uint64_t p = mk[k].page;
         uint32_t s = cb_page_own(p);
         bool same = (s & PG_ACC) == PG_RO && cb_home_cached(p) == mk[k].node &&
-                    XXH3_64bits_withSeed(cb_proto_page(p), cb.ps, cb.sum_seeds[mk[k].node]) ==
-                        mk[k].sum;
+                    page_sum_as(p, mk[k].node) == mk[k].sum;
         cb_page_unown(p, s);
         if (same) {
             STAT_ADD(copies_confirmed, 1);

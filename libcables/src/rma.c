@@ -15,8 +15,9 @@
  * byte a page, written in place too): the home reads no message, and a
  * page it keeps writable tells it changed only by its checksum, which a
  * write undone within the interval (x = 1 read here, then x = 0 again)
- * leaves as it was.  The home's release notices a marked page whatever its
- * checksum says (hlrc.c: read_in_place). */
+ * leaves as it was.  The home's release gives a marked page found
+ * unchanged a mark notice carrying its checksum, and a reader keeps only a
+ * copy that hashes to it (hlrc.c: read_in_place, marks_check). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
