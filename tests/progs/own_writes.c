@@ -11,9 +11,7 @@
  * its last increments and they are lost.
  * usage: own_writes [ROUNDS]
  * RESULT ok=1 bad=0 rounds=ROUNDS min=M max=M h=H */
-#include <cables.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "two_nodes.h"
 
 enum { NP = 64, PAGE = 4096, AW = PAGE / sizeof(long) - 1 };
 
@@ -80,11 +78,7 @@ static void *h_body(void *arg) /* writes its word of every page, at their home *
 
 int main(int argc, char **argv)
 {
-    long rounds = argc > 1 ? atol(argv[1]) : 500;
-    if (cables_node_count() < 2 || rounds < 1) {
-        printf("RESULT ok=0 error=needs_2_nodes_and_rounds\n");
-        return 2;
-    }
+    long rounds = two_node_rounds(argc, argv, 500);
     struct shared *s = cables_alloc(sizeof *s);
     s->pg = cables_alloc(NP * PAGE); /* page aligned */
     s->rounds = rounds;

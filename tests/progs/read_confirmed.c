@@ -11,9 +11,7 @@
  * RESULT ok=1 bad=B late_faults=F confirmed=C rounds=N
  *   bad: values other than the round's; late_faults: R's read faults
  *   after barrier 2; confirmed: node 1's copies kept by their checksums */
-#include <cables.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "two_nodes.h"
 
 struct page { long v, pad[511]; };
 
@@ -68,23 +66,13 @@ static void *r_body(void *a)
 
 int main(int argc, char **argv)
 {
-    long rounds = argc > 1 ? atol(argv[1]) : 10;
-    if (cables_node_count() < 2 || rounds < 1) {
-        printf("RESULT ok=0 error=needs_2_nodes_and_rounds\n");
-        return 2;
-    }
+    long rounds = two_node_rounds(argc, argv, 10);
     struct shared *s = cables_alloc(sizeof *s);
     s->q = cables_alloc(sizeof(struct page)); /* page aligned */
     s->q->v = 0; /* main's first touch homes Q on node 0 */
     s->rounds = rounds;
     cables_barrier_init(&s->b, 2);
-    cables_thread_t h, r;
-    if (cables_thread_create(&h, 0, h_body, s) || cables_thread_create(&r, 1, r_body, s)) {
-        printf("RESULT ok=0 error=create\n");
-        return 1;
-    }
-    cables_thread_join(h, NULL);
-    cables_thread_join(r, NULL);
+    two_node_run(h_body, r_body, s);
     int ok = s->bad == 0 && s->late_faults == 0;
     printf("RESULT ok=%d bad=%ld late_faults=%ld confirmed=%ld rounds=%ld\n", ok, s->bad,
            s->late_faults, s->confirmed, rounds);

@@ -9,10 +9,9 @@
  * Run with CABLES_REFRESH=0 (copies invalidated, not refreshed).
  * usage: undone_write [ROUNDS]
  * RESULT ok=1 stale=0 seen=S rounds=N */
-#include <cables.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <unistd.h>
+
+#include "two_nodes.h"
 
 struct page { long x, z, pad[510]; };
 
@@ -69,24 +68,14 @@ static void *r_body(void *a)
 
 int main(int argc, char **argv)
 {
-    long rounds = argc > 1 ? atol(argv[1]) : 20;
-    if (cables_node_count() < 2 || rounds < 1) {
-        printf("RESULT ok=0 error=needs_2_nodes_and_rounds\n");
-        return 2;
-    }
+    long rounds = two_node_rounds(argc, argv, 20);
     struct shared *s = cables_alloc(sizeof *s);
     s->pg = cables_alloc(sizeof(struct page)); /* page aligned */
     s->pg->x = 0; /* main's first touch homes P on node 0 */
     s->pg->z = 0;
     s->rounds = rounds;
     cables_barrier_init(&s->b, 2);
-    cables_thread_t h, r;
-    if (cables_thread_create(&h, 0, h_body, s) || cables_thread_create(&r, 1, r_body, s)) {
-        printf("RESULT ok=0 error=create\n");
-        return 1;
-    }
-    cables_thread_join(h, NULL);
-    cables_thread_join(r, NULL);
+    two_node_run(h_body, r_body, s);
     printf("RESULT ok=%d stale=%ld seen=%ld rounds=%ld\n", s->stale == 0, s->stale, s->seen,
            rounds);
     return s->stale == 0 ? 0 : 1;
