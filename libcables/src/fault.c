@@ -29,6 +29,10 @@ static bool read_runs(uint64_t p, int home, uint32_t n, uint32_t runs, uint64_t 
 {
     uint64_t first[CB_MAX_FETCH_RUNS];
     uint32_t len[CB_MAX_FETCH_RUNS];
+    if (stride == n) { /* runs that touch are read as one: a call, not one a run */
+        n *= runs;
+        runs = 1;
+    }
     for (uint32_t k = 0; k < runs; k++) {
         first[k] = p + k * stride;
         len[k] = n;
