@@ -117,7 +117,7 @@ static bool open_cma(void)
         !(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY) ||
         !(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) ||
         !(attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ||
-        attr.cap.get.max_zcopy < (size_t)CB_MAX_PAGE_GROUP * cb.ps)
+        attr.cap.get.max_zcopy < (size_t)CB_MAX_FETCH_PAGES * cb.ps) /* runs that touch: one read */
         return false;
     return uct_md_mem_reg(md, cb.proto, cb.cfg.gas_size, UCT_MD_MEM_ACCESS_ALL, &store_mh) == UCS_OK &&
            uct_md_mem_reg(md, (void *)cb.moves, cb.ps, UCT_MD_MEM_ACCESS_ALL, &moves_mh) == UCS_OK &&
