@@ -32,10 +32,22 @@ std::string transport_refresh_name(const ::testing::TestParamInfo<TransportRefre
 {
     return std::string(std::get<0>(i.param)) + "_refresh" + std::get<1>(i.param);
 }
+// runs a tests/progs program of that many rounds at 2 nodes, with the
+// parameter's transport and CABLES_REFRESH
+class TwoNodeRefresh : public ::testing::TestWithParam<TransportRefresh> {
+protected:
+    std::string transport() const { return std::get<0>(GetParam()); }
+    std::string refresh() const { return std::get<1>(GetParam()); }
+    mn::Result run(const char *program, const char *rounds) const
+    {
+        return mn::run_cables(2, transport(), mn::prog(program), { rounds },
+                              { { "CABLES_REFRESH", refresh() } });
+    }
+};
 } // namespace
-class UndoneWrite : public ::testing::TestWithParam<TransportRefresh> {};
-class ReadConfirmed : public ::testing::TestWithParam<TransportRefresh> {};
-class QuietPages : public ::testing::TestWithParam<TransportRefresh> {};
+class UndoneWrite : public TwoNodeRefresh {};
+class ReadConfirmed : public TwoNodeRefresh {};
+class QuietPages : public TwoNodeRefresh {};
 
 // A value written under a lock on the last node is read exactly by readers
 // that poll under the same lock on node 0 (and node 1).
@@ -452,12 +464,10 @@ INSTANTIATE_TEST_SUITE_P(TwoNodes, OwnWrites, ::testing::Values("shm", "tcp"),
 // (CABLES_REFRESH=0, copies re-read by faults), 2 of 3 (refreshed copies).
 TEST_P(UndoneWrite, CopyReadMidIntervalIsNoticed)
 {
-    const char *transport = std::get<0>(GetParam()), *refresh = std::get<1>(GetParam());
-    auto res = mn::run_cables(2, transport, mn::prog("undone_write"), { "20" },
-                              { { "CABLES_REFRESH", refresh } });
+    auto res = run("undone_write", "20");
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "stale"), 0) << res.describe();
-    if (std::string(refresh) == "0") { // the race was run: copies read mid-interval
+    if (refresh() == "0") { // the race was run: copies read mid-interval
         EXPECT_GE(mn::get_ll(r, "seen"), 10) << res.describe();
     }
 }
@@ -471,13 +481,11 @@ INSTANTIATE_TEST_SUITE_P(TwoNodes, UndoneWrite, kTransportRefresh, transport_ref
 // refreshed.
 TEST_P(ReadConfirmed, UnchangedCopyReadInPlaceIsKept)
 {
-    const char *transport = std::get<0>(GetParam()), *refresh = std::get<1>(GetParam());
-    auto res = mn::run_cables(2, transport, mn::prog("read_confirmed"), { "10" },
-                              { { "CABLES_REFRESH", refresh } });
+    auto res = run("read_confirmed", "10");
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "late_faults"), 0) << res.describe();
-    if (std::string(transport) == "shm") {
+    if (transport() == "shm") {
         EXPECT_GE(mn::get_ll(r, "confirmed"), 10) << res.describe();
     }
 }
@@ -490,9 +498,7 @@ INSTANTIATE_TEST_SUITE_P(TwoNodes, ReadConfirmed, kTransportRefresh, transport_r
 // page noticed and not served since go without notices: hlrc.c, quiet).
 TEST_P(QuietPages, EveryReadSeesTheLastWrite)
 {
-    const char *transport = std::get<0>(GetParam()), *refresh = std::get<1>(GetParam());
-    auto res = mn::run_cables(2, transport, mn::prog("quiet_pages"), { "24" },
-                              { { "CABLES_REFRESH", refresh } });
+    auto res = run("quiet_pages", "24");
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "reads"), 24 + 12 + 8 + 6 + 24 + 12 + 8 + 6) << res.describe();
