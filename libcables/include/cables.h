@@ -94,6 +94,8 @@ typedef struct {
     /* copies kept at an acquire because they hash to what their homes held
      * at the release that noticed them (a read in place, not a write) */
     uint64_t copies_confirmed;
+    /* pages the store allocated ahead of a sweep on a spare CPU (store.c) */
+    uint64_t store_ahead;
 } cables_stats_t;
 /* Fills the first size bytes of *s: fields are only ever appended, so a
  * program built against an older cables.h gets the ones it knows and no

@@ -294,18 +294,34 @@ static void land_runs(uint64_t p, int home, uint32_t n, uint64_t stride, uint32_
  * not a fault each; pages opened for a scatter are not: RADIX writing 256
  * buckets at once, 16 pages ahead in each, spent 90 ms more in its first
  * pass over 256 MB than it did faulting them in one by one (the pages
- * cleared ahead leave the cache before they are written). */
+ * cleared ahead leave the cache before they are written).  A sweep also
+ * asks the store to allocate the pages ahead of it (store.c), as many as
+ * it has covered, up to CB_STORE_AHEAD, when fewer than half of those are
+ * asked for already. */
 #define SWEEPS 4
-static __thread uint64_t sweep_end[SWEEPS] CB_TLS;
+#define CB_STORE_AHEAD 256
+static __thread struct sweep { uint64_t start, end, asked; } sweeps[SWEEPS] CB_TLS;
 static __thread uint32_t sweep_next CB_TLS;
 
 static bool sweeping(uint64_t p, uint64_t end)
 {
-    bool hit = false;
-    for (int i = 0; i < SWEEPS; i++)
-        hit |= p > 0 && sweep_end[i] == p;
-    sweep_end[sweep_next++ % SWEEPS] = end;
-    return hit;
+    struct sweep *w = NULL;
+    for (int i = 0; i < SWEEPS && !w; i++)
+        if (p > 0 && sweeps[i].end == p)
+            w = &sweeps[i];
+    if (!w) {
+        sweeps[sweep_next++ % SWEEPS] = (struct sweep){ p, end, end };
+        return false;
+    }
+    w->end = end;
+    uint64_t ahead = end - w->start < CB_STORE_AHEAD ? end - w->start : CB_STORE_AHEAD;
+    if (w->asked < end + ahead / 2) {
+        uint64_t from = w->asked > end ? w->asked : end;
+        w->asked = end + ahead;
+        if (!cb_store_allocated(w->asked - 1))
+            cb_store_ahead(from, w->asked, true);
+    }
+    return true;
 }
 
 /* Write-ahead: the clean shared home pages next to a home page that took a
@@ -438,7 +454,15 @@ int cb_fault(uint64_t p, bool write)
          * left to the kernel's read faults, which map 16 pages at a time
          * from the store (0.27 us a page here, populating 0.51), and none
          * of the pages fetched but never read (a transpose's half rows) */
-        if (is_home ? sweeping(p, first + n) : (xprot & PROT_WRITE) != 0)
+        bool sweep = is_home && sweeping(p, first + n);
+        /* a first touch that is no sweep but continues a run written
+         * before (a scatter's run: one of RADIX's buckets) asks the store
+         * for the group after this one, in no hurry; a first touch far
+         * from others (sparse.c) asks for nothing */
+        if (is_home && !sweep && !(s & PG_ACC) && p > 0 && cb_home_cached(p - 1) == cb.self &&
+            (atomic_load(&cb.pst[p - 1]) & PG_ACC) && !cb_store_allocated(first + n))
+            cb_store_ahead(first + n, first + 2 * n, false);
+        if (is_home ? sweep : (xprot & PROT_WRITE) != 0)
             cb_populate(cb_app_page(first), n * cb.ps, xprot & PROT_WRITE);
     }
     for (uint32_t i = 0; i < nnext; i++)

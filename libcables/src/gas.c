@@ -19,7 +19,7 @@
 cb_ctx_t cb;
 static cb_ranges_t ranges; /* the master's allocations (below); its comm thread only */
 
-static void *reserve(size_t len)
+void *cb_reserve(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -48,29 +48,29 @@ void cb_gas_init(void)
         cb_die("cannot reserve the global address space at %#llx (+%zu bytes): %s; "
                "lower CABLES_GAS_SIZE", CB_GAS_BASE, cb.cfg.gas_size,
                cb.app == MAP_FAILED ? strerror(errno) : "address taken");
-    cb.twins = reserve(cb.cfg.gas_size);
-    cb.twin_slot = reserve(cb.npages * sizeof *cb.twin_slot);
-    cb.twin_block = reserve(cb.npages / CB_TWIN_BLOCK + 1);
-    cb.twin_free = reserve(cb.npages * sizeof *cb.twin_free);
-    cb.pst = reserve(cb.npages * sizeof *cb.pst);
-    cb.home = reserve(cb.npages * sizeof *cb.home);
-    cb.served = reserve(cb.npages * sizeof *cb.served);
-    cb.hot = reserve(cb.npages * sizeof *cb.hot);
-    cb.moves = reserve(cb.ps); /* a page of its own: registered for remote reads */
-    cb.sums = reserve(cb.npages * sizeof *cb.sums);
+    cb.twins = cb_reserve(cb.cfg.gas_size);
+    cb.twin_slot = cb_reserve(cb.npages * sizeof *cb.twin_slot);
+    cb.twin_block = cb_reserve(cb.npages / CB_TWIN_BLOCK + 1);
+    cb.twin_free = cb_reserve(cb.npages * sizeof *cb.twin_free);
+    cb.pst = cb_reserve(cb.npages * sizeof *cb.pst);
+    cb.home = cb_reserve(cb.npages * sizeof *cb.home);
+    cb.served = cb_reserve(cb.npages * sizeof *cb.served);
+    cb.hot = cb_reserve(cb.npages * sizeof *cb.hot);
+    cb.moves = cb_reserve(cb.ps); /* a page of its own: registered for remote reads */
+    cb.sums = cb_reserve(cb.npages * sizeof *cb.sums);
     cb.sum_seeds[cb.self] = cb_now_ns() ^ (uint64_t)getpid() << 32;
-    cb.sum_stale = reserve(cb.npages / 8 + 8);
-    cb.quiet = reserve(cb.npages / 8 + 8);
-    cb.read_marks = reserve(cb.npages); /* registered for remote writes (rma.c) */
-    cb.idle = reserve(cb.npages);
-    cb.claim_ok = reserve(cb.npages / 8 + 8);
-    cb.claim_astart = reserve(cb.npages / 8 + 8);
-    cb.claim_gstart = reserve(cb.npages / 8 + 8);
-    cb.claim_no = reserve(cb.npages / 8 + 8);
-    cb.claim_pending = reserve(cb.npages / 8 + 8);
+    cb.sum_stale = cb_reserve(cb.npages / 8 + 8);
+    cb.quiet = cb_reserve(cb.npages / 8 + 8);
+    cb.read_marks = cb_reserve(cb.npages); /* registered for remote writes (rma.c) */
+    cb.idle = cb_reserve(cb.npages);
+    cb.claim_ok = cb_reserve(cb.npages / 8 + 8);
+    cb.claim_astart = cb_reserve(cb.npages / 8 + 8);
+    cb.claim_gstart = cb_reserve(cb.npages / 8 + 8);
+    cb.claim_no = cb_reserve(cb.npages / 8 + 8);
+    cb.claim_pending = cb_reserve(cb.npages / 8 + 8);
     for (int i = 0; i < 2; i++) {
-        cb.dirty.list[i] = reserve(cb.npages * sizeof(uint32_t));
-        cb.homed.list[i] = reserve(cb.npages * sizeof(uint32_t));
+        cb.dirty.list[i] = cb_reserve(cb.npages * sizeof(uint32_t));
+        cb.homed.list[i] = cb_reserve(cb.npages * sizeof(uint32_t));
     }
     /* the upper half: one heap arena per possible node (the shim's malloc) */
     cb.heap_pages = cb.npages / 2 / CB_MAX_NODES;

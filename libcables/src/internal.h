@@ -276,6 +276,14 @@ void cb_plist_push(cb_plist_t *l, uint64_t p);
 uint32_t cb_plist_take(cb_plist_t *l, uint32_t **list);
 void cb_populate(void *addr, size_t len, bool write); /* map now, not page by page */
 void cb_store_write(uint64_t p, const void *src, size_t len); /* into the store's file */
+void *cb_reserve(size_t len); /* private, zero, allocated as touched */
+
+/* store.c: pages allocated ahead of a sweep, on a spare CPU */
+void cb_store_init(void);
+/* a request for pages [first, end), which may be dropped; now: wake the
+ * store's thread at once, else when BATCH requests wait */
+void cb_store_ahead(uint64_t first, uint64_t end, bool now);
+bool cb_store_allocated(uint64_t p);               /* by the store's thread */
 /* many pages' protection changes, one mprotect per run (gas.c); the
  * pages stay owned until the run is ended */
 typedef struct { uint64_t first, n; int prot; } cb_prot_run_t;
@@ -429,6 +437,11 @@ void cb_numa_place(int local_rank, int local_size);
  * (numa.c: where a node process has more than one CPU) */
 void cb_numa_comm_thread(void);
 void cb_numa_app_thread(void);
+/* a CPU the node's application threads can spare (its own, or a share of
+ * two or more), and the store's thread's CPUs: the node's but the
+ * communication thread's */
+bool cb_numa_spare_cpu(void);
+void cb_numa_store_thread(void);
 
 /* stats.c */
 extern cables_stats_t cb_stats;

@@ -273,6 +273,7 @@ void cb_node_start(int *argc, char ***argv)
         cb_dir_add_heaps();
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK"), *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     cb_numa_place(lr ? atoi(lr) : 0, lr && ls ? atoi(ls) : 1);
+    cb_store_init();
     cb_comm_start();
     cb.pids[cb.self] = getpid();
     gethostname(cb.hosts[cb.self], sizeof cb.hosts[0] - 1);

@@ -28,6 +28,7 @@ static cpu_set_t node_cpus; /* the node process's CPUs, when comm_cpu >= 0 */
 static int comm_cpu = -1;   /* the communication thread's CPU, or -1: free */
 static pid_t main_tid;      /* kept on comm_cpu until another application thread starts */
 static _Atomic bool main_free;
+static int share;           /* CPUs of the node process's own (or its share of them) */
 
 /* this process's share: CPUs [rank * k, rank * k + k) of the allowed ones,
  * k = allowed / local_size; nothing changes if k < 1 (best effort).  True
@@ -38,6 +39,7 @@ static bool bind_cpus(int local_rank, int local_size)
     if (sched_getaffinity(0, sizeof allowed, &allowed))
         return false;
     int n = CPU_COUNT(&allowed), k = local_size > 0 ? n / local_size : 0;
+    share = k;
     if (k < 1 || k == n)
         return k == n;
     CPU_ZERO(&mine);
@@ -51,6 +53,11 @@ void cb_numa_place(int local_rank, int local_size)
 {
     if (numa_available() >= 0 && numa_num_configured_nodes() >= 2) {
         int nn = numa_num_configured_nodes(), n = local_rank % nn;
+        struct bitmask *cpus = numa_allocate_cpumask();
+        if (cpus && numa_node_to_cpus(n, cpus) == 0) /* nodes sharing the NUMA node share its CPUs */
+            share = (int)numa_bitmask_weight(cpus) / ((local_size + nn - 1 - n) / nn);
+        if (cpus)
+            numa_free_cpumask(cpus);
         if (numa_run_on_node(n) == 0) {
             unsigned long mask = 1ul << n;
             mbind(cb.proto, cb.cfg.gas_size, MPOL_PREFERRED, &mask, sizeof mask * 8, 0);
@@ -58,8 +65,12 @@ void cb_numa_place(int local_rank, int local_size)
         return;
     }
     /* when nodes may attach later (launched apart), all run anywhere */
-    if (!cb.cfg.bind || cb.cfg.max_nodes > cb.launched || cb.self >= cb.launched)
+    if (!cb.cfg.bind || cb.cfg.max_nodes > cb.launched || cb.self >= cb.launched) {
+        cpu_set_t allowed;
+        if (!sched_getaffinity(0, sizeof allowed, &allowed))
+            share = CPU_COUNT(&allowed) / (local_size > 0 ? local_size : 1);
         return;
+    }
     int cpu = bind_cpus(local_rank, local_size) ? sched_getcpu() : -1;
     if (cpu >= 0 && !sched_getaffinity(0, sizeof node_cpus, &node_cpus) &&
         CPU_COUNT(&node_cpus) > 1 && CPU_ISSET(cpu, &node_cpus)) {
@@ -88,4 +99,15 @@ void cb_numa_app_thread(void)
     if (sched_setaffinity(0, sizeof node_cpus, &node_cpus)) {}
     if (!atomic_exchange(&main_free, true) &&
         sched_setaffinity(main_tid, sizeof node_cpus, &node_cpus)) {}
+}
+
+bool cb_numa_spare_cpu(void) { return share >= 2; }
+
+void cb_numa_store_thread(void)
+{
+    if (comm_cpu < 0)
+        return;
+    cpu_set_t others = node_cpus;
+    CPU_CLR(comm_cpu, &others);
+    if (CPU_COUNT(&others) && sched_setaffinity(0, sizeof others, &others)) {}
 }

@@ -1,6 +1,6 @@
 // Homes and memory over N nodes: first-touch placement, the placement
 // policies, a sparse 1 GiB allocation, a scatter, twins given back.  {1,2,4} nodes x
-// {shm,tcp}.
+// {shm,tcp}; the store's pages allocated ahead of a sweep.
 #include "harness.h"
 
 #include <sched.h>
@@ -15,6 +15,7 @@ class Placement : public ::testing::TestWithParam<Cfg> {};
 class Sparse : public ::testing::TestWithParam<Cfg> {};
 class Scatter : public ::testing::TestWithParam<Cfg> {};
 class PrivateHome : public ::testing::TestWithParam<Cfg> {};
+class StoreAhead : public ::testing::TestWithParam<Cfg> {};
 
 // Node i first writes block i: block i is homed at node i, and writing it
 // fetched no page from another node.
@@ -151,6 +152,29 @@ TEST_P(Scatter, MapsOnlyThePagesWritten)
 
 INSTANTIATE_TEST_SUITE_P(Grid, Sparse, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, Scatter, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// A sweep's node allocates store pages ahead of it (CABLES_STORE_AHEAD=on:
+// even without a CPU to spare), at most as many as the sweep wrote, up to
+// 256, and none with off; the pages it allocated but never wrote read as
+// zero, or as what another node wrote there (ahead.c).
+TEST_P(StoreAhead, SweepAllocatesAheadWithinBound)
+{
+    const Cfg c = GetParam();
+    for (const char *v : { "on", "off" }) {
+        SCOPED_TRACE(v);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("ahead"), {},
+                                  { { "CABLES_STORE_AHEAD", v } });
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        EXPECT_LE(mn::get_ll(r, "mem_delta"), mn::get_ll(r, "hi")) << res.describe();
+        if (v[1] == 'n')
+            EXPECT_GE(mn::get_ll(r, "ahead"), 256) << res.describe();
+        else
+            EXPECT_EQ(mn::get_ll(r, "ahead"), 0) << res.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, StoreAhead, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 
 // A page homed on its writer and fetched by nobody costs at most one write fault
 // in all and no write notices, however many barriers; once another node has

@@ -85,7 +85,7 @@ protected:
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
                                             "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
                                             "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC", "CABLES_QUIET",
-                                            "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES"};
+                                            "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES", "CABLES_STORE_AHEAD"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -116,6 +116,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_TRUE(c.fetch_get);
     EXPECT_TRUE(c.claim_local);
     EXPECT_TRUE(c.quiet);
+    EXPECT_EQ(c.store_ahead, 1); // auto: where a CPU is to spare
     EXPECT_EQ(c.log_gc, 1 << 18);
     EXPECT_EQ(c.page_group, 16);
     EXPECT_EQ(c.fetch_pages, 16);
@@ -154,8 +155,10 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_CLAIM", "directory", 1);
     setenv("CABLES_LOG_GC", "0", 1);
     setenv("CABLES_QUIET", "off", 1);
+    setenv("CABLES_STORE_AHEAD", "off", 1);
     cb_config_t c = Load();
     EXPECT_FALSE(c.quiet);
+    EXPECT_EQ(c.store_ahead, 0);
     EXPECT_FALSE(c.claim_local);
     EXPECT_EQ(c.log_gc, 0);
     EXPECT_EQ(c.refresh, 0);
@@ -176,8 +179,12 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_FETCH", "get", 1);
     setenv("CABLES_CLAIM", "local", 1);
     setenv("CABLES_QUIET", "on", 1);
+    setenv("CABLES_STORE_AHEAD", "on", 1);
     c = Load();
     EXPECT_TRUE(c.quiet);
+    EXPECT_EQ(c.store_ahead, 2);
+    setenv("CABLES_STORE_AHEAD", "auto", 1);
+    EXPECT_EQ(Load().store_ahead, 1);
     EXPECT_TRUE(c.claim_local);
     EXPECT_TRUE(c.bind);
     EXPECT_TRUE(c.fetch_get);
@@ -210,6 +217,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_PAGE_GROUP", "0"},     {"CABLES_PAGE_GROUP", "65"},
         {"CABLES_FETCH_PAGES", "0"},    {"CABLES_FETCH_PAGES", "65"},
         {"CABLES_FETCH_PAGES", "4p"},   {"CABLES_QUIET", "1"},
+        {"CABLES_STORE_AHEAD", "yes"},  {"CABLES_STORE_AHEAD", "o"},
     };
     for (auto &b : bad) {
         SetUp();
