@@ -171,6 +171,18 @@ spread() {
         awk '{ a[NR] = $1 } END { if (NR) printf "%.1f-%.1f", a[1] / 1000, a[NR] / 1000; else print "-" }'
 }
 
+# paired NATIVE CABLES: "median (min-max)" over the reps of each cables
+# run's ROI over the ROI of the native run just before it (the same rep)
+paired() {
+    local i a b
+    for i in $(seq "$REPS"); do
+        a=$(roi "$2.r$i.log"); b=$(roi "$1.r$i.log")
+        [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) print a / b }'
+    done | sort -g | awk '{ r[NR] = $1 } END {
+        if (!NR) { print "-"; exit }
+        printf "%.2fx (%.2f-%.2f)", r[int((NR + 1) / 2)], r[1], r[NR] }'
+}
+
 hostname=$(hostname 2>/dev/null || uname -n)
 start=$SECONDS
 load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
@@ -253,6 +265,15 @@ for p in "${progs[@]}"; do
     L=$LOGS/splash.$p
     printf "$fmt" "$p" "$(spread "$L.native.p1")" "$(spread "$L.cables.n1")" \
         "$(spread "$L.native.p2")" "$(spread "$L.cables.n2")"
+done
+echo
+echo "    each cables run over the native run just before it (the same rep): median (min-max) of the"
+echo "    reps' ratios, steadier than the ratio of the medians when the machine's speed drifts"
+fmt='%-7s %22s %22s\n'
+printf "$fmt" program "1 node / native p1" "2 nodes / native p2"
+for p in "${progs[@]}"; do
+    L=$LOGS/splash.$p
+    printf "$fmt" "$p" "$(paired "$L.native.p1" "$L.cables.n1")" "$(paired "$L.native.p2" "$L.cables.n2")"
 done
 echo
 for m in "${fails[@]}"; do echo "FAIL $m"; done
