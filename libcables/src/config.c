@@ -179,11 +179,14 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_CLAIM")) && either(v, "local", "directory", &c->claim_local))
         cb_die("CABLES_CLAIM='%s' must be local (a first touch homes the page at once and "
                "tells the directory after) or directory (it asks the directory first)", v);
+    static const char *const ahead[] = { "off", "auto", "on" }; /* cb_config_t's order */
     c->store_ahead = 1;
     if ((v = env("CABLES_STORE_AHEAD"))) {
-        if (!strcmp(v, "off") || !strcmp(v, "auto") || !strcmp(v, "on"))
-            c->store_ahead = *v == 'a' ? 1 : v[1] == 'n' ? 2 : 0;
-        else
+        c->store_ahead = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(v, ahead[i]))
+                c->store_ahead = i;
+        if (c->store_ahead < 0)
             cb_die("CABLES_STORE_AHEAD='%s' must be auto (where a node has a CPU to spare, a "
                    "thread allocates the store's pages ahead of a sweep), on (always) or off "
                    "(each page as it is touched)", v);

@@ -39,7 +39,6 @@ static bool bind_cpus(int local_rank, int local_size)
     if (sched_getaffinity(0, sizeof allowed, &allowed))
         return false;
     int n = CPU_COUNT(&allowed), k = local_size > 0 ? n / local_size : 0;
-    share = k;
     if (k < 1 || k == n)
         return k == n;
     CPU_ZERO(&mine);
@@ -64,13 +63,13 @@ void cb_numa_place(int local_rank, int local_size)
         }
         return;
     }
+    /* its share of the CPUs, whether it is bound to them below or not */
+    cpu_set_t allowed;
+    if (!sched_getaffinity(0, sizeof allowed, &allowed))
+        share = local_size > 0 ? CPU_COUNT(&allowed) / local_size : 0;
     /* when nodes may attach later (launched apart), all run anywhere */
-    if (!cb.cfg.bind || cb.cfg.max_nodes > cb.launched || cb.self >= cb.launched) {
-        cpu_set_t allowed;
-        if (!sched_getaffinity(0, sizeof allowed, &allowed))
-            share = CPU_COUNT(&allowed) / (local_size > 0 ? local_size : 1);
+    if (!cb.cfg.bind || cb.cfg.max_nodes > cb.launched || cb.self >= cb.launched)
         return;
-    }
     int cpu = bind_cpus(local_rank, local_size) ? sched_getcpu() : -1;
     if (cpu >= 0 && !sched_getaffinity(0, sizeof node_cpus, &node_cpus) &&
         CPU_COUNT(&node_cpus) > 1 && CPU_ISSET(cpu, &node_cpus)) {
