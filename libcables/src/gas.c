@@ -304,7 +304,8 @@ void cb_on_free(const cb_msg_t *m, const void *p, size_t len)
     }
 }
 
-static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse)
+static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse,
+                         bool *reused)
 {
     if (policy == CABLES_POLICY_DEFAULT) {
         policy = cb.cfg.policy;
@@ -325,6 +326,8 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
     int64_t free_bytes = w->value2;
     void *notices = w->data;
     size_t len = w->len;
+    if (reused)
+        *reused = w->value3 != 0;
     cb_waiter_free(w);
     if (notices) { /* a reused range: what its last owners wrote, seen here */
         cb_vc_t v;
@@ -346,17 +349,17 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
 
 void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 {
-    return alloc_range(size, policy, node, false);
+    return alloc_range(size, policy, node, false, NULL);
 }
 
 void *cables_alloc(size_t size)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, false);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, false, NULL);
 }
 
-void *cb_alloc_reusable(size_t size)
+void *cb_alloc_reusable(size_t size, bool *reused)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, reused);
 }
 
 /* a release first: the block's writes reach their homes before the range

@@ -107,14 +107,18 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
 }
 
 /* ---- big blocks: [header page: size, allocation][data...] ---- */
-static void *big_alloc(size_t n, size_t align)
+/* *zero: the block's pages are new (never handed out: zero until written),
+ * not a freed range's again */
+static void *big_alloc(size_t n, size_t align, bool *zero)
 {
     size_t ps = cb.ps, pad = align > ps ? align : ps;
     if (n > SIZE_MAX - 2 * pad)
         return NULL;
     /* inside a release or an acquire (a libc call of the runtime's), new
      * space: taking a freed range acquires */
-    uint8_t *b = cb_syncing ? cables_alloc(n + 2 * pad) : cb_alloc_reusable(n + 2 * pad);
+    bool reused = false;
+    uint8_t *b = cb_syncing ? cables_alloc(n + 2 * pad) : cb_alloc_reusable(n + 2 * pad, &reused);
+    *zero = !reused;
     if (!b)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)b + pad + pad - 1) / pad * pad);
@@ -138,10 +142,12 @@ static size_t block_size(void *p)
     return 0; /* another node's arena: its metadata is not here */
 }
 
-static void *heap_alloc(size_t n, size_t align)
+/* *zero (if asked): the block reads as zeros already */
+static void *heap_alloc(size_t n, size_t align, bool *zero)
 {
     drain();
     void *p = NULL;
+    bool fresh = false;
     if (n < BIG) {
         memkind_t k = my_arena();
         if (align)
@@ -150,9 +156,11 @@ static void *heap_alloc(size_t n, size_t align)
             AS_RUNTIME(p = memkind_malloc(k, n ? n : 1));
     }
     if (!p) /* big, or the arena is full */
-        p = big_alloc(n, align);
+        p = big_alloc(n, align, &fresh);
     if (!p)
         errno = ENOMEM;
+    if (zero)
+        *zero = fresh;
     return p;
 }
 
@@ -176,7 +184,7 @@ static void heap_free(void *p)
 
 void *malloc(size_t n)
 {
-    return ours() ? heap_alloc(n, 0) : __libc_malloc(n);
+    return ours() ? heap_alloc(n, 0, NULL) : __libc_malloc(n);
 }
 
 void free(void *p)
@@ -197,8 +205,12 @@ void *calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    void *p = heap_alloc(n * size, 0);
-    if (p)
+    /* a big block of new pages is not written: zero already, and a
+     * calloc of gigabytes touches only what the program touches, as
+     * glibc's (mmap) does */
+    bool zero;
+    void *p = heap_alloc(n * size, 0, &zero);
+    if (p && !zero)
         memset(p, 0, n * size);
     return p;
 }
@@ -210,7 +222,7 @@ void *realloc(void *p, size_t n)
     if (!cb_in_gas((uintptr_t)p)) {
         if (!ours())
             return __libc_realloc(p, n);
-        void *q = heap_alloc(n, 0); /* a private block becomes shared */
+        void *q = heap_alloc(n, 0, NULL); /* a private block becomes shared */
         if (q) {
             size_t old = REAL(malloc_usable_size)(p);
             memcpy(q, p, old < n ? old : n);
@@ -233,7 +245,7 @@ void *realloc(void *p, size_t n)
     size_t old = block_size(p);
     if (old == 0) /* another node's block, whose size only its owner knows: copy */
         old = n;  /* n bytes (those past its end are indeterminate, as realloc allows) */
-    void *q = heap_alloc(n, 0);
+    void *q = heap_alloc(n, 0, NULL);
     if (q) {
         memcpy(q, p, old < n ? old : n);
         free(p);
@@ -247,7 +259,7 @@ int posix_memalign(void **out, size_t align, size_t n)
         return (*out = __libc_memalign(align, n)) ? 0 : ENOMEM;
     if (align < sizeof(void *) || (align & (align - 1)))
         return EINVAL;
-    void *p = heap_alloc(n, align);
+    void *p = heap_alloc(n, align, NULL);
     if (!p)
         return ENOMEM;
     *out = p;

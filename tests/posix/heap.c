@@ -2,7 +2,11 @@
  * run on other nodes): blocks allocated by one thread are read, written,
  * reallocated and freed by another; calloc zeroes; posix_memalign and
  * aligned_alloc align; a 40 MiB block (larger than the runtime's arena
- * blocks) works; many small blocks survive a round trip.
+ * blocks) works; many small blocks survive a round trip; a calloc of
+ * 2 GiB is lazy, as glibc's (the program touches 64 of its pages: its
+ * resident memory grows by far less than the block), and a calloc that
+ * gets the memory of a freed block back (the runtime reuses freed ranges)
+ * is zeroed all the same.
  * RESULT ok=1 checks=N (check.h) */
 #include <errno.h>
 #include <malloc.h>
@@ -17,6 +21,20 @@
 static long *blocks[N];   /* allocated by main, filled and freed by the thread */
 static long *theirs[N];   /* allocated and filled by the thread, checked and freed by main */
 static char *big;
+
+/* VmRSS in bytes, -1 if /proc cannot say */
+static long rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6))
+            sscanf(line + 6, "%ld", &kb);
+    if (f)
+        fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
 
 static void *worker(void *arg)
 {
@@ -86,5 +104,27 @@ int main(void)
     free(z);
     free(al);
     free(al2);
+
+    size_t huge = (size_t)2 << 30, reuse = 64u << 20;
+    long rss0 = rss_bytes();
+    char *h = calloc(1, huge);
+    CHECK("calloc_huge", h != NULL);
+    if (h) {
+        long nzh = 0;
+        for (size_t k = 0; k < huge; k += huge / 64)
+            nzh += h[k] != 0;
+        CHECK_EQ("calloc_huge_zero", nzh, 0);
+        CHECK_LT("calloc_huge_lazy", rss_bytes() - rss0, 256l << 20);
+        for (size_t k = 0; k < reuse; k += 4096)
+            h[k] = 1;
+        free(h);
+        char *r = calloc(1, reuse);
+        CHECK("calloc_after_free", r != NULL);
+        long nzr = 0;
+        for (size_t k = 0; r && k < reuse; k++)
+            nzr += r[k] != 0;
+        CHECK_EQ("calloc_after_free_zero", nzr, 0);
+        free(r);
+    }
     return check_finish();
 }
