@@ -25,7 +25,12 @@ typedef enum {
 } cables_policy_t;
 
 /* Shared memory, zeroed, page aligned, lazily backed.  NULL (with a message
- * on stderr naming the limit) when the global address space is exhausted. */
+ * on stderr naming the limit) when the global address space is exhausted.
+ * cables_alloc may hand out a range that cables_free gave back (zeroed by
+ * the caller then: a pass over its pages); cables_alloc_placed takes new
+ * space only, so that its policy places every page.  cables_free releases
+ * first (the block's writes reach their homes before its range is taken
+ * again). */
 void *cables_alloc(size_t size);
 void *cables_alloc_placed(size_t size, cables_policy_t policy, int node);
 void cables_free(void *p);

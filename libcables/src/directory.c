@@ -104,6 +104,37 @@ static int16_t *dir_table(void)
     return (int16_t *)dir;
 }
 
+/* The runs of pages in [first, first + npages) that have a home, as
+ * (first, count) pairs appended to *runs (*n pairs); the others were never
+ * accessed since they were first handed out (a home is chosen at a page's
+ * first access, and a node's claims are answered before its release), so
+ * they are zero.  Master. */
+void cb_dir_homed_runs(uint64_t first, uint64_t npages, uint64_t **runs, size_t *n)
+{
+    int16_t *d = dir_table();
+    size_t cap = 0;
+    *runs = NULL;
+    *n = 0;
+    for (uint64_t p = first; p < first + npages;) {
+        if (!d[p]) {
+            p++;
+            continue;
+        }
+        uint64_t q = p;
+        while (q < first + npages && d[q])
+            q++;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            if (!(*runs = realloc(*runs, 2 * cap * sizeof **runs)))
+                cb_die("out of memory listing the pages of a freed range");
+        }
+        (*runs)[2 * *n] = p;
+        (*runs)[2 * *n + 1] = q - p;
+        ++*n;
+        p = q;
+    }
+}
+
 /* M_DIR_LOOKUP a=page b=1: only ask, do not assign.  Reply a=home or -1. */
 void cb_on_dir_lookup(const cb_msg_t *m)
 {

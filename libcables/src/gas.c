@@ -241,8 +241,10 @@ uint32_t cb_plist_take(cb_plist_t *l, uint32_t **list)
 }
 
 /* ---- allocation: the master hands out page-aligned ranges (ranges.c):
- * freed ones again only to cb_alloc_reusable (malloc's big blocks), with
- * their homes and contents as they were ---- */
+ * freed ones again, with their homes and contents as they were, to
+ * cables_alloc (which zeroes them) and cb_alloc_reusable (malloc's big
+ * blocks); not inside a release or an acquire (taking one acquires), nor
+ * to cables_alloc_placed (its pages would keep their homes) ---- */
 
 enum { ALLOC_REUSE = 1 }; /* M_ALLOC's c, above the node: a range may be reused */
 
@@ -263,7 +265,9 @@ int cb_heap_owner(uintptr_t a)
 
 /* M_ALLOC a=bytes b=policy c=node | ALLOC_REUSE << 32 d=guard pages.  Reply
  * a=first page (~0: none) b=bytes free c=1 if reused, then with the notices
- * that node has not seen (what the range's last owners wrote) */
+ * that node has not seen (what the range's last owners wrote), d bytes,
+ * and the runs of the range's pages that have a home (the others are
+ * zero: cb_dir_homed_runs), pairs of u64 */
 void cb_on_alloc(const cb_msg_t *m)
 {
     uint64_t npages = (m->a + cb.ps - 1) / cb.ps;
@@ -282,7 +286,19 @@ void cb_on_alloc(const cb_msg_t *m)
     if (reused) {
         cb_vc_t k;
         cb_known_get(m->src, k);
-        n = cb_notices_encode(k, &len, NULL);
+        void *notices = cb_notices_encode(k, &len, NULL);
+        uint64_t *runs;
+        size_t nruns;
+        cb_dir_homed_runs(first, npages, &runs, &nruns);
+        if (!(n = malloc(len + 16 * nruns)))
+            cb_die("out of memory handing out a freed range");
+        memcpy(n, notices, len);
+        if (nruns)
+            memcpy((uint8_t *)n + len, runs, 16 * nruns);
+        r.d = len;
+        len += 16 * nruns;
+        free(notices);
+        free(runs);
     }
     cb_reply(m, &r, n, len, true);
 }
@@ -304,8 +320,10 @@ void cb_on_free(const cb_msg_t *m, const void *p, size_t len)
     }
 }
 
+/* *homed (if asked, reused): the runs of pages that may hold data, as
+ * cb_on_alloc sends them, *nhomed pairs (malloc'd) */
 static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse,
-                         bool *reused)
+                         bool *reused, uint64_t **homed, size_t *nhomed)
 {
     if (policy == CABLES_POLICY_DEFAULT) {
         policy = cb.cfg.policy;
@@ -318,6 +336,7 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
         errno = EINVAL;
         return NULL;
     }
+    reuse = reuse && !cb_syncing;
     cb_msg_t m = { .type = M_ALLOC, .a = size, .b = (uint64_t)policy,
                    .c = (uint32_t)node | (uint64_t)(reuse ? ALLOC_REUSE : 0) << 32 };
     cb_waiter_t *w = cb_waiter_new();
@@ -325,13 +344,21 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
     uint64_t first = (uint64_t)w->value;
     int64_t free_bytes = w->value2;
     void *notices = w->data;
-    size_t len = w->len;
+    size_t len = w->len, nlen = (size_t)w->value4;
     if (reused)
         *reused = w->value3 != 0;
     cb_waiter_free(w);
     if (notices) { /* a reused range: what its last owners wrote, seen here */
+        if (nlen > len || (len - nlen) % 16)
+            cb_die("node %d: malformed allocation reply", cb.self);
+        if (homed) {
+            *nhomed = (len - nlen) / 16;
+            if (!(*homed = malloc(len - nlen + 1)))
+                cb_die("out of memory taking a freed range");
+            memcpy(*homed, (uint8_t *)notices + nlen, len - nlen);
+        }
         cb_vc_t v;
-        cb_notices_merge(notices, len, v);
+        cb_notices_merge(notices, nlen, v);
         cb_known_update(0, v);
         free(notices);
         cb_acquire(v);
@@ -349,17 +376,37 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
 
 void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 {
-    return alloc_range(size, policy, node, false, NULL);
+    return alloc_range(size, policy, node, false, NULL, NULL, NULL);
 }
 
+/* A freed range again is zeroed by this thread where it may hold data:
+ * its pages that have a home (the others were never accessed), written
+ * as the program would write them (those homed elsewhere fetched, then
+ * diffed).  So the space is not lost (a program that allocates and frees
+ * a big block at every step stays within the GAS), and taking a range
+ * again costs a pass over the pages that were used, not over the rest. */
 void *cables_alloc(size_t size)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, false, NULL);
+    bool reused = false;
+    uint64_t *homed = NULL;
+    size_t nhomed = 0;
+    uint8_t *b = alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, &reused, &homed, &nhomed);
+    if (!b || !reused)
+        return b;
+    uint64_t first = cb_page_of((uintptr_t)b), last = first + (size + cb.ps - 1) / cb.ps;
+    for (size_t i = 0; i < nhomed; i++) {
+        uint64_t lo = homed[2 * i] > first ? homed[2 * i] : first,
+                 hi = homed[2 * i] + homed[2 * i + 1] < last ? homed[2 * i] + homed[2 * i + 1] : last;
+        if (lo < hi)
+            memset(cb_app_page(lo), 0, (hi - lo) * cb.ps);
+    }
+    free(homed);
+    return b;
 }
 
 void *cb_alloc_reusable(size_t size, bool *reused)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, reused);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, reused, NULL, NULL);
 }
 
 /* a release first: the block's writes reach their homes before the range

@@ -308,6 +308,7 @@ void cb_on_move_done(const cb_msg_t *m);
 void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int node, bool reused);
 /* master: forget the allocation that begins at page p; false if none does */
 bool cb_dir_remove_alloc(uint64_t p, uint64_t *first, uint64_t *npages);
+void cb_dir_homed_runs(uint64_t first, uint64_t npages, uint64_t **runs, size_t *n);
 /* Local claims (first touch without asking the directory first).  Fault
  * path: of p and the got - 1 pages after it (owned, home unknown, never
  * accessed here), how many this node homes now, telling the directory

@@ -1,10 +1,10 @@
 /* ranges.c: the master's allocator of GAS page ranges.  New ranges come
  * from the top, in address order; freed ones are kept in address order,
  * merged with their neighbours, and handed out again first fit, but only
- * when asked (reuse): cables_alloc promises zeroed pages, which a freed
- * range no longer is, and a node that takes pages as new need not acquire
- * what was written there.  So the top never comes back down: pages below
- * it were handed out once.
+ * when asked (reuse): a freed range is no longer zeroed (its taker zeroes
+ * it if it must, gas.c), and a node that takes pages as new need not
+ * acquire what was written there.  So the top never comes back down: pages
+ * below it were handed out once.
  * A sorted array: frees are of big blocks (malloc's smaller ones stay in
  * the node arenas), so it stays short. */
 #include <stdlib.h>

@@ -127,8 +127,20 @@ int main(int argc, char **argv)
     check(Global->taken == 100, "subscripts 0..99 handed out once each");
     check(Global->flag == 3, "CREATE(proc, n)");
     check(huge[0] == 1 && huge[(16UL << 30) - 1] == 2, "huge lazy G_MALLOC");
+    /* G_FREE gives big blocks back: 12 blocks of 8 GB in turn fit in the
+     * GAS (64 GB, 16 of them taken above), each zeroed where the last one
+     * was written */
+    long dirty = 0;
+    for (long r = 0; r < 12; r++) {
+        size_t sz = 8UL << 30;
+        char *b = (char *)G_MALLOC(sz)
+        dirty += b[0] != 0 || b[sz / 2] != 0 || b[sz - 1] != 0;
+        b[0] = b[sz / 2] = b[sz - 1] = (char)(r + 1);
+        G_FREE(b)
+    }
+    check(dirty == 0, "big blocks freed, reused and zeroed");
     check(t1 >= t0, "CLOCK");
     check(PAGE_SIZE == 4096, "PAGE_SIZE");
-    printf("RESULT ok=%d checks=9 nprocs=%ld\n", bad == 0, P);
+    printf("RESULT ok=%d checks=10 nprocs=%ld\n", bad == 0, P);
     MAIN_END
 }

@@ -115,9 +115,9 @@ static void *big_alloc(size_t n, size_t align, bool *zero)
     if (n > SIZE_MAX - 2 * pad)
         return NULL;
     /* inside a release or an acquire (a libc call of the runtime's), new
-     * space: taking a freed range acquires */
+     * space (gas.c) */
     bool reused = false;
-    uint8_t *b = cb_syncing ? cables_alloc(n + 2 * pad) : cb_alloc_reusable(n + 2 * pad, &reused);
+    uint8_t *b = cb_alloc_reusable(n + 2 * pad, &reused);
     *zero = !reused;
     if (!b)
         return NULL;
