@@ -104,11 +104,11 @@ static int16_t *dir_table(void)
     return (int16_t *)dir;
 }
 
-/* The runs of pages in [first, first + npages) that have a home, as
- * (first, count) pairs appended to *runs (*n pairs); the others were never
- * accessed since they were first handed out (a home is chosen at a page's
- * first access, and a node's claims are answered before its release), so
- * they are zero.  Master. */
+/* The runs of pages in [first, first + npages) that have a home, each of
+ * one home, as (first, count, home) triples appended to *runs (*n of
+ * them); the others were never accessed since they were first handed out
+ * (a home is chosen at a page's first access, and a node's claims are
+ * answered before its release), so they are zero.  Master. */
 void cb_dir_homed_runs(uint64_t first, uint64_t npages, uint64_t **runs, size_t *n)
 {
     int16_t *d = dir_table();
@@ -121,15 +121,16 @@ void cb_dir_homed_runs(uint64_t first, uint64_t npages, uint64_t **runs, size_t 
             continue;
         }
         uint64_t q = p;
-        while (q < first + npages && d[q])
+        while (q < first + npages && d[q] == d[p])
             q++;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
-            if (!(*runs = realloc(*runs, 2 * cap * sizeof **runs)))
+            if (!(*runs = realloc(*runs, 3 * cap * sizeof **runs)))
                 cb_die("out of memory listing the pages of a freed range");
         }
-        (*runs)[2 * *n] = p;
-        (*runs)[2 * *n + 1] = q - p;
+        (*runs)[3 * *n] = p;
+        (*runs)[3 * *n + 1] = q - p;
+        (*runs)[3 * *n + 2] = (uint64_t)(d[p] - 1);
         ++*n;
         p = q;
     }

@@ -267,7 +267,7 @@ int cb_heap_owner(uintptr_t a)
  * a=first page (~0: none) b=bytes free c=1 if reused, then with the notices
  * that node has not seen (what the range's last owners wrote), d bytes,
  * and the runs of the range's pages that have a home (the others are
- * zero: cb_dir_homed_runs), pairs of u64 */
+ * zero: cb_dir_homed_runs), triples of u64 (first, count, home) */
 void cb_on_alloc(const cb_msg_t *m)
 {
     uint64_t npages = (m->a + cb.ps - 1) / cb.ps;
@@ -290,13 +290,13 @@ void cb_on_alloc(const cb_msg_t *m)
         uint64_t *runs;
         size_t nruns;
         cb_dir_homed_runs(first, npages, &runs, &nruns);
-        if (!(n = malloc(len + 16 * nruns)))
+        if (!(n = malloc(len + 24 * nruns)))
             cb_die("out of memory handing out a freed range");
         memcpy(n, notices, len);
         if (nruns)
-            memcpy((uint8_t *)n + len, runs, 16 * nruns);
+            memcpy((uint8_t *)n + len, runs, 24 * nruns);
         r.d = len;
-        len += 16 * nruns;
+        len += 24 * nruns;
         free(notices);
         free(runs);
     }
@@ -321,7 +321,7 @@ void cb_on_free(const cb_msg_t *m, const void *p, size_t len)
 }
 
 /* *homed (if asked, reused): the runs of pages that may hold data, as
- * cb_on_alloc sends them, *nhomed pairs (malloc'd) */
+ * cb_on_alloc sends them, *nhomed triples (malloc'd) */
 static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse,
                          bool *reused, uint64_t **homed, size_t *nhomed)
 {
@@ -349,10 +349,10 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
         *reused = w->value3 != 0;
     cb_waiter_free(w);
     if (notices) { /* a reused range: what its last owners wrote, seen here */
-        if (nlen > len || (len - nlen) % 16)
+        if (nlen > len || (len - nlen) % 24)
             cb_die("node %d: malformed allocation reply", cb.self);
         if (homed) {
-            *nhomed = (len - nlen) / 16;
+            *nhomed = (len - nlen) / 24;
             if (!(*homed = malloc(len - nlen + 1)))
                 cb_die("out of memory taking a freed range");
             memcpy(*homed, (uint8_t *)notices + nlen, len - nlen);
@@ -382,7 +382,10 @@ void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 /* A freed range again is zeroed by this thread where it may hold data:
  * its pages that have a home (the others were never accessed), written
  * as the program would write them (those homed elsewhere fetched, then
- * diffed).  So the space is not lost (a program that allocates and frees
+ * diffed).  Their homes are learnt first: a page whose home is not known
+ * here could be claimed (a node keeps its right to claim the pages of a
+ * range it once took from the directory), and a claim lost is a copy
+ * whose twin is zero, against which zeros are no change.  So the space is not lost (a program that allocates and frees
  * a big block at every step stays within the GAS), and taking a range
  * again costs a pass over the pages that were used, not over the rest. */
 void *cables_alloc(size_t size)
@@ -395,8 +398,11 @@ void *cables_alloc(size_t size)
         return b;
     uint64_t first = cb_page_of((uintptr_t)b), last = first + (size + cb.ps - 1) / cb.ps;
     for (size_t i = 0; i < nhomed; i++) {
-        uint64_t lo = homed[2 * i] > first ? homed[2 * i] : first,
-                 hi = homed[2 * i] + homed[2 * i + 1] < last ? homed[2 * i] + homed[2 * i + 1] : last;
+        uint64_t *r = homed + 3 * i, lo = r[0] > first ? r[0] : first,
+                 hi = r[0] + r[1] < last ? r[0] + r[1] : last;
+        for (uint64_t q = lo; q < hi; q++)
+            if (cb_home_cached(q) < 0)
+                cb_home_set(q, (int)r[2]);
         if (lo < hi)
             memset(cb_app_page(lo), 0, (hi - lo) * cb.ps);
     }
