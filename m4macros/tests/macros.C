@@ -139,8 +139,19 @@ int main(int argc, char **argv)
         G_FREE(b)
     }
     check(dirty == 0, "big blocks freed, reused and zeroed");
+    /* small blocks freed (nothing given back) and cut again: the one that
+     * would start on a page boundary too */
+    long smallbad = 0;
+    for (long i = 0; i < 600; i++) {
+        long *s = (long *)G_MALLOC(16)
+        s[0] = i;
+        G_FREE(s)
+        long *t = (long *)G_MALLOC(16)
+        smallbad += t == NULL || t[0] != 0;
+    }
+    check(smallbad == 0, "small blocks freed and cut again");
     check(t1 >= t0, "CLOCK");
     check(PAGE_SIZE == 4096, "PAGE_SIZE");
-    printf("RESULT ok=%d checks=10 nprocs=%ld\n", bad == 0, P);
+    printf("RESULT ok=%d checks=11 nprocs=%ld\n", bad == 0, P);
     MAIN_END
 }

@@ -48,6 +48,8 @@ TEST_P(Splash, MacrosOnCablesGiveTheNativeResult)
                               c.prog.args, {}, {}, 120);
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(r, want) << res.describe();
+    // G_FREE gives back only the blocks that are GAS allocations of their own
+    EXPECT_EQ(res.output.find("not the start of a block"), std::string::npos) << res.describe();
 }
 
 std::vector<M4Case> m4_cases()
