@@ -313,6 +313,8 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_GC_QUERY: cb_on_gc_query(m, p, len); break;
     case M_GC_VC: cb_on_gc_vc(m, p, len); break;
     case M_GC_BASE: cb_on_gc_base(m, p, len); break;
+    case M_REVOKE: cb_on_revoke(m); break;
+    case M_REVOKE_ACK: cb_on_revoke_ack(m); break;
     case M_ALLOC_REPLY: case M_PAGE: case M_DIFF_ACK: case M_REPLY: case M_JOIN_REPLY:
         deliver_reply(m, p, len);
         break;

@@ -311,6 +311,29 @@ void cb_claims_learn(uint64_t range)
     }
 }
 
+/* Rights end with their allocation: a freed range may be handed out again
+ * as a smaller block (a claim's group would run past its end, onto pages
+ * no allocation holds) or as a range whose pages hold data (never
+ * claimed: a claim lost is a copy whose twin is zero).  The master hands
+ * a freed range out again only once every node has dropped its rights
+ * (gas.c, M_REVOKE). */
+void cb_claims_revoke(uint64_t first, uint64_t npages)
+{
+    for (uint64_t q = first; q < first + npages && q < cb.npages; q++) {
+        cb_bit_clear(cb.claim_ok, q);
+        cb_bit_clear(cb.claim_astart, q);
+        cb_bit_clear(cb.claim_gstart, q);
+    }
+}
+
+/* M_REVOKE a=first page b=pages, from the master */
+void cb_on_revoke(const cb_msg_t *m)
+{
+    cb_claims_revoke(m->a, m->b);
+    cb_msg_t r = { .type = M_REVOKE_ACK, .a = m->a };
+    cb_send(0, &r, NULL, 0, false);
+}
+
 void cb_claims_forbid(const uint32_t *pages, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -390,7 +413,10 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
 }
 
 /* M_CLAIM a=page c=pages, at the master: each page not homed yet is the
- * claimer's; the reply's payload is every page's home (int16_t) */
+ * claimer's; the reply's payload is every page's home (int16_t), -1 for a
+ * page no allocation holds (a claim made before the claimer dropped its
+ * rights to a range freed since: the pages of a group past the block its
+ * program touched) */
 void cb_on_claim(const cb_msg_t *m)
 {
     int16_t *d = dir_table();
@@ -401,9 +427,10 @@ void cb_on_claim(const cb_msg_t *m)
     for (uint64_t i = 0; i < m->c; i++) {
         uint64_t q = m->a + i;
         const cb_alloc_t *al = find_alloc(q);
-        if (!al)
-            cb_die("node %d: node %d claimed page %llu, which is not allocated", cb.self,
-                   m->src, (unsigned long long)q);
+        if (!al) {
+            homes[i] = -1;
+            continue;
+        }
         if (d[q] == 0 && !moving_find(q))
             d[q] = (int16_t)(place(al, q, m->src) + 1);
         homes[i] = (int16_t)(d[q] - 1);
@@ -434,6 +461,22 @@ static bool claim_lost(uint64_t q, int home)
     return true;
 }
 
+/* A claimed page no allocation holds (cb_on_claim): no home known here,
+ * and no access, as before its claim (only the claim's group opened it).
+ * False if it is busy (the reply waits). */
+static bool claim_refused(uint64_t q)
+{
+    uint32_t s;
+    if (!cb_page_try_own(q, &s))
+        return false;
+    cb_home_set(q, -1);
+    if ((s & PG_ACC) != PG_NONE)
+        cb_page_protect(q, 1, PROT_NONE);
+    cb_page_unown(q, s & PG_LISTED);
+    STAT_ADD(homes_owned, (uint64_t)-1);
+    return true;
+}
+
 void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len)
 {
     int16_t homes[CB_MAX_PAGE_GROUP];
@@ -443,7 +486,8 @@ void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len)
     for (uint64_t i = 0; i < m->c; i++) {
         uint64_t q = m->a + i;
         /* a page lost before this reply was deferred is a copy already */
-        if (homes[i] != cb.self && cb_home_cached(q) == cb.self && !claim_lost(q, homes[i])) {
+        if (homes[i] != cb.self && cb_home_cached(q) == cb.self &&
+            !(homes[i] < 0 ? claim_refused(q) : claim_lost(q, homes[i]))) {
             cb_defer(m, p, len);
             return;
         }

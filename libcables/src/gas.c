@@ -263,6 +263,61 @@ int cb_heap_owner(uintptr_t a)
     return p < cb.heap_first ? -1 : (int)((p - cb.heap_first) / cb.heap_pages);
 }
 
+/* Freed ranges wait until every node has dropped its rights to claim
+ * their pages (directory.c: cb_claims_revoke) before they are handed out
+ * again; an allocation that may take one waits for the answers in flight
+ * (one round trip: a program that frees a block and allocates another
+ * gets its range), not for a node that is gone.  Master, comm thread
+ * only. */
+typedef struct { uint64_t first, npages, awaited; /* bit k: node k */ } revoke_t;
+static revoke_t *revokes;
+static size_t nrevokes, caprevokes;
+
+/* revocations whose nodes have all answered, or left, end: their ranges
+ * are free */
+static void revokes_end(void)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < nrevokes; i++) {
+        revoke_t *r = &revokes[i];
+        for (int k = 0; k < CB_MAX_NODES; k++)
+            if (r->awaited >> k & 1 && !cb_node_up(k))
+                r->awaited &= ~(1ull << k);
+        if (r->awaited)
+            revokes[j++] = *r;
+        else
+            cb_ranges_put(&ranges, r->first, r->npages);
+    }
+    nrevokes = j;
+}
+
+static void revoke_start(uint64_t first, uint64_t npages)
+{
+    cb_claims_revoke(first, npages);
+    if (nrevokes == caprevokes) {
+        caprevokes = caprevokes ? 2 * caprevokes : 16;
+        if (!(revokes = realloc(revokes, caprevokes * sizeof *revokes)))
+            cb_die("out of memory for the freed ranges");
+    }
+    revoke_t *r = &revokes[nrevokes++];
+    *r = (revoke_t){ first, npages, 0 };
+    cb_msg_t m = { .type = M_REVOKE, .a = first, .b = npages };
+    for (int k = 1; k < atomic_load(&cb.nnodes); k++)
+        if (cb_node_up(k)) {
+            r->awaited |= 1ull << k;
+            cb_send(k, &m, NULL, 0, false);
+        }
+    revokes_end();
+}
+
+void cb_on_revoke_ack(const cb_msg_t *m)
+{
+    for (size_t i = 0; i < nrevokes; i++)
+        if (revokes[i].first == m->a)
+            revokes[i].awaited &= ~(1ull << m->src);
+    revokes_end();
+}
+
 /* M_ALLOC a=bytes b=policy c=node | ALLOC_REUSE << 32 d=guard pages.  Reply
  * a=first page (~0: none) b=bytes free c=1 if reused, then with the notices
  * that node has not seen (what the range's last owners wrote), d bytes,
@@ -274,6 +329,11 @@ void cb_on_alloc(const cb_msg_t *m)
     if (npages == 0)
         npages = 1;
     bool reused;
+    revokes_end(); /* of nodes gone since */
+    if (nrevokes && m->c >> 32 & ALLOC_REUSE) {
+        cb_defer(m, NULL, 0);
+        return;
+    }
     uint64_t first = cb_ranges_take(&ranges, npages, m->c >> 32 & ALLOC_REUSE, &reused),
              guard = m->d; /* guard pages stay unallocated */
     if (first != ~0ull && guard < npages)
@@ -313,7 +373,7 @@ void cb_on_free(const cb_msg_t *m, const void *p, size_t len)
         uint64_t a = cb_freed_addr(p, i);
         if (a - CB_GAS_BASE < cb.cfg.gas_size && (a - CB_GAS_BASE) % cb.ps == 0 &&
             cb_dir_remove_alloc((a - CB_GAS_BASE) / cb.ps, &first, &npages))
-            cb_ranges_put(&ranges, first, npages);
+            revoke_start(first, npages);
         else
             fprintf(stderr, "cables: node %d freed %#llx, which is not the start of a block of "
                     "shared memory (freed twice?): ignored\n", m->src, (unsigned long long)a);
@@ -382,12 +442,13 @@ void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 /* A freed range again is zeroed by this thread where it may hold data:
  * its pages that have a home (the others were never accessed), written
  * as the program would write them (those homed elsewhere fetched, then
- * diffed).  Their homes are learnt first: a page whose home is not known
- * here could be claimed (a node keeps its right to claim the pages of a
- * range it once took from the directory), and a claim lost is a copy
- * whose twin is zero, against which zeros are no change.  So the space is not lost (a program that allocates and frees
- * a big block at every step stays within the GAS), and taking a range
- * again costs a pass over the pages that were used, not over the rest. */
+ * diffed).  Their homes are learnt first, from the master's answer: the
+ * writes fetch from them directly, with no directory lookup.  (No node
+ * claims a page of a range taken again: the rights to claim end with the
+ * free, before the range is handed out.)  So the space is not lost (a
+ * program that allocates and frees a big block at every step stays within
+ * the GAS), and taking a range again costs a pass over the pages that
+ * were used, not over the rest. */
 void *cables_alloc(size_t size)
 {
     bool reused = false;

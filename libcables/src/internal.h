@@ -107,6 +107,7 @@ enum cb_msg_type {
     M_NODE_IDLE, M_LEAVE, M_LEFT, M_NODE_GONE, M_GONE_FLUSH, M_KEYS,
     M_CLAIM, M_CLAIM_REPLY,
     M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
+    M_REVOKE, M_REVOKE_ACK,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -309,6 +310,9 @@ void cb_dir_add_alloc(uint64_t first, uint64_t npages, cables_policy_t pol, int 
 /* master: forget the allocation that begins at page p; false if none does */
 bool cb_dir_remove_alloc(uint64_t p, uint64_t *first, uint64_t *npages);
 void cb_dir_homed_runs(uint64_t first, uint64_t npages, uint64_t **runs, size_t *n);
+void cb_claims_revoke(uint64_t first, uint64_t npages); /* this node's rights to claim them */
+void cb_on_revoke(const cb_msg_t *m);     /* M_REVOKE: the same, then M_REVOKE_ACK */
+void cb_on_revoke_ack(const cb_msg_t *m); /* master */
 /* Local claims (first touch without asking the directory first).  Fault
  * path: of p and the got - 1 pages after it (owned, home unknown, never
  * accessed here), how many this node homes now, telling the directory

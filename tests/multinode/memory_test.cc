@@ -81,6 +81,24 @@ TEST_P(FirstTouch, LocalClaimsSeeEarlierWritesAndLoseNoWrites)
     }
 }
 
+// Ranges given back and handed out again (free_reuse.c): a node's rights
+// to claim the pages of a freed range end with it.  A range taken again is
+// zeroed where it was used, pages homed on another node included, and a
+// smaller block at its front can be written in order by a node that once
+// had the right to claim the whole range (its claims stopped the master:
+// "claimed page P, which is not allocated").
+TEST_P(FirstTouch, FreedRangesAreZeroedAndLoseTheirClaimRights)
+{
+    const Cfg c = GetParam();
+    if (c.nodes < 2)
+        GTEST_SKIP() << "needs 2 nodes";
+    auto res = mn::run_cables(c.nodes, c.transport, mn::prog("free_reuse"), {});
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "bad_zero"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad_past"), 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "reused"), 2) << res.describe();
+}
+
 static void check_placement(const Cfg &c, const std::vector<std::string> &args,
                             const std::vector<std::string> &launcher_opts)
 {
