@@ -527,10 +527,33 @@ void cb_heard_from(int node)
         last_heard[node] = cb_now_ns();
 }
 
+/* A node being attached for over a minute (or twice CABLES_DEAD_TIMEOUT)
+ * ends the run with a message: MPI_Comm_spawn of Open MPI 4.1 with PMIx 4
+ * (Debian 12's) hangs at times, the new process stuck in MPI_Init (about
+ * 1 spawn in 100 on a busy 2-core VM; openpmix issue 2735), and a spawn
+ * cannot be cancelled.  Master, comm thread. */
+static void check_attaching(uint64_t now)
+{
+    double limit_s = cb.cfg.dead_timeout * 2 > 60 ? cb.cfg.dead_timeout * 2 : 60;
+    for (int k = cb.launched; k < CB_MAX_NODES; k++)
+        if (atomic_load(&state[k]) == NS_ATTACHING && attach_t0[k] &&
+            now - attach_t0[k] > limit_s * 1e9) {
+            char buf[400];
+            int n = snprintf(buf, sizeof buf,
+                             "cables: node 0: attaching node %d has not ended after %.0f s "
+                             "(Open MPI's MPI_Comm_spawn hangs at times with PMIx 4: openpmix "
+                             "issue 2735); the application cannot continue\n", k, limit_s);
+            if (write(2, buf, (size_t)n) < 0) {}
+            _exit(3);
+        }
+}
+
 /* Heartbeats go on while stopping (a slow node's bye may take a while);
  * a node that said bye, or any node once we stop, is no longer watched. */
 void cb_check_peers(void)
 {
+    if (cb.self == 0 && !atomic_load(&cb.stopping))
+        check_attaching(cb_now_ns());
     if (!atomic_load(&table_ready))
         return;
     bool watch = !atomic_load(&cb.stopping);
