@@ -137,6 +137,17 @@ TEST_P(Diff, KeysWithAnUnchangedTopByte)
     EXPECT_EQ(RoundTrip(), 8 + ps / 8 + ps / 4 * 3);
 }
 
+// Every word with all its bytes changed but the last: one masked record of
+// the whole page, its bytes ending at the page's size + its masks + 8 (the
+// encoder stores each byte before it knows whether to keep it: nothing may
+// land past cb_diff_max).
+TEST_P(Diff, SevenBytesOfEveryWord)
+{
+    for (size_t i = 0; i < ps; i++)
+        if (i % 8 != 7) page[i] = (uint8_t)~twin[i];
+    EXPECT_EQ(RoundTrip(), 8 + ps / 8 + ps / 8 * 7);
+}
+
 // The worst case, runs of one word apart by one unchanged word, in either
 // kind of record, fits cb_diff_max.
 TEST_P(Diff, EveryOtherWordFits)
