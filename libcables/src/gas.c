@@ -380,10 +380,34 @@ void cb_on_free(const cb_msg_t *m, const void *p, size_t len)
     }
 }
 
-/* *homed (if asked, reused): the runs of pages that may hold data, as
- * cb_on_alloc sends them, *nhomed triples (malloc'd) */
-static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse,
-                         bool *reused, uint64_t **homed, size_t *nhomed)
+/* A freed range again is zeroed (zero) where it may hold data: its pages
+ * that have a home (the others were never accessed), written by this
+ * thread as the program would write them (those homed elsewhere fetched,
+ * then diffed), after the acquire of what was written there.  Their homes
+ * are learnt first, from the master's answer (runs: cb_on_alloc): the
+ * writes fetch from them directly, with no directory lookup.  (No node
+ * claims a page of a range taken again: the rights to claim end with the
+ * free, before the range is handed out.)  So the space is not lost (a
+ * program that allocates and frees a big block at every step stays within
+ * the GAS), and taking a range again costs a pass over the pages that
+ * were used, not over the rest. */
+static void zero_used(uint64_t first, size_t size, const uint8_t *runs, size_t nruns)
+{
+    uint64_t last = first + (size + cb.ps - 1) / cb.ps;
+    for (size_t i = 0; i < nruns; i++) {
+        uint64_t r[3];
+        memcpy(r, runs + 24 * i, 24);
+        uint64_t lo = r[0] > first ? r[0] : first, hi = r[0] + r[1] < last ? r[0] + r[1] : last;
+        for (uint64_t q = lo; q < hi; q++)
+            if (cb_home_cached(q) < 0)
+                cb_home_set(q, (int)r[2]);
+        if (lo < hi)
+            memset(cb_app_page(lo), 0, (hi - lo) * cb.ps);
+    }
+}
+
+static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse, bool zero,
+                         bool *reused)
 {
     if (policy == CABLES_POLICY_DEFAULT) {
         policy = cb.cfg.policy;
@@ -403,7 +427,7 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
     cb_call(0, &m, NULL, 0, w);
     uint64_t first = (uint64_t)w->value;
     int64_t free_bytes = w->value2;
-    void *notices = w->data;
+    uint8_t *notices = w->data;
     size_t len = w->len, nlen = (size_t)w->value4;
     if (reused)
         *reused = w->value3 != 0;
@@ -411,17 +435,13 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
     if (notices) { /* a reused range: what its last owners wrote, seen here */
         if (nlen > len || (len - nlen) % 24)
             cb_die("node %d: malformed allocation reply", cb.self);
-        if (homed) {
-            *nhomed = (len - nlen) / 24;
-            if (!(*homed = malloc(len - nlen + 1)))
-                cb_die("out of memory taking a freed range");
-            memcpy(*homed, (uint8_t *)notices + nlen, len - nlen);
-        }
         cb_vc_t v;
         cb_notices_merge(notices, nlen, v);
         cb_known_update(0, v);
-        free(notices);
         cb_acquire(v);
+        if (zero)
+            zero_used(first, size, notices + nlen, (len - nlen) / 24);
+        free(notices);
     }
     if (first == ~0ull) {
         fprintf(stderr, "cables: node %d: the global address space is exhausted: an allocation "
@@ -436,44 +456,17 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
 
 void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 {
-    return alloc_range(size, policy, node, false, NULL, NULL, NULL);
+    return alloc_range(size, policy, node, false, false, NULL);
 }
 
-/* A freed range again is zeroed by this thread where it may hold data:
- * its pages that have a home (the others were never accessed), written
- * as the program would write them (those homed elsewhere fetched, then
- * diffed).  Their homes are learnt first, from the master's answer: the
- * writes fetch from them directly, with no directory lookup.  (No node
- * claims a page of a range taken again: the rights to claim end with the
- * free, before the range is handed out.)  So the space is not lost (a
- * program that allocates and frees a big block at every step stays within
- * the GAS), and taking a range again costs a pass over the pages that
- * were used, not over the rest. */
 void *cables_alloc(size_t size)
 {
-    bool reused = false;
-    uint64_t *homed = NULL;
-    size_t nhomed = 0;
-    uint8_t *b = alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, &reused, &homed, &nhomed);
-    if (!b || !reused)
-        return b;
-    uint64_t first = cb_page_of((uintptr_t)b), last = first + (size + cb.ps - 1) / cb.ps;
-    for (size_t i = 0; i < nhomed; i++) {
-        uint64_t *r = homed + 3 * i, lo = r[0] > first ? r[0] : first,
-                 hi = r[0] + r[1] < last ? r[0] + r[1] : last;
-        for (uint64_t q = lo; q < hi; q++)
-            if (cb_home_cached(q) < 0)
-                cb_home_set(q, (int)r[2]);
-        if (lo < hi)
-            memset(cb_app_page(lo), 0, (hi - lo) * cb.ps);
-    }
-    free(homed);
-    return b;
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, true, NULL);
 }
 
-void *cb_alloc_reusable(size_t size, bool *reused)
+void *cb_alloc_reusable(size_t size, bool zero, bool *reused)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, reused, NULL, NULL);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, zero, reused);
 }
 
 /* a release first: the block's writes reach their homes before the range

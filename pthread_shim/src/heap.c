@@ -107,18 +107,16 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
 }
 
 /* ---- big blocks: [header page: size, allocation][data...] ---- */
-/* *zero: the block's pages are new (never handed out: zero until written),
- * not a freed range's again */
-static void *big_alloc(size_t n, size_t align, bool *zero)
+/* zero: the block must read as zeros (a freed range's pages that were used
+ * are zeroed, gas.c; new pages are zero until written) */
+static void *big_alloc(size_t n, size_t align, bool zero)
 {
     size_t ps = cb.ps, pad = align > ps ? align : ps;
     if (n > SIZE_MAX - 2 * pad)
         return NULL;
     /* inside a release or an acquire (a libc call of the runtime's), new
      * space (gas.c) */
-    bool reused = false;
-    uint8_t *b = cb_alloc_reusable(n + 2 * pad, &reused);
-    *zero = !reused;
+    uint8_t *b = cb_alloc_reusable(n + 2 * pad, zero, NULL);
     if (!b)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)b + pad + pad - 1) / pad * pad);
@@ -142,12 +140,13 @@ static size_t block_size(void *p)
     return 0; /* another node's arena: its metadata is not here */
 }
 
-/* *zero (if asked): the block reads as zeros already */
+/* *zero (if not NULL): asks for a block of zeros, and says whether the block
+ * is (a big one: its zeroed pages are only those used before) */
 static void *heap_alloc(size_t n, size_t align, bool *zero)
 {
     drain();
     void *p = NULL;
-    bool fresh = false;
+    bool big = false;
     if (n < BIG) {
         memkind_t k = my_arena();
         if (align)
@@ -156,11 +155,11 @@ static void *heap_alloc(size_t n, size_t align, bool *zero)
             AS_RUNTIME(p = memkind_malloc(k, n ? n : 1));
     }
     if (!p) /* big, or the arena is full */
-        p = big_alloc(n, align, &fresh);
+        big = (p = big_alloc(n, align, zero != NULL)) != NULL;
     if (!p)
         errno = ENOMEM;
     if (zero)
-        *zero = fresh;
+        *zero = big;
     return p;
 }
 
@@ -205,10 +204,10 @@ void *calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    /* a big block of new pages is not written: zero already, and a
-     * calloc of gigabytes touches only what the program touches, as
-     * glibc's (mmap) does */
-    bool zero;
+    /* a big block is zeroed where it was used before, if it was: a calloc
+     * of gigabytes touches only what the program touches, as glibc's
+     * (mmap) does */
+    bool zero = true;
     void *p = heap_alloc(n * size, 0, &zero);
     if (p && !zero)
         memset(p, 0, n * size);

@@ -6,7 +6,7 @@
  * 2 GiB is lazy, as glibc's (the program touches 64 of its pages: its
  * resident memory grows by far less than the block), and a calloc that
  * gets the memory of a freed block back (the runtime reuses freed ranges)
- * is zeroed all the same.
+ * is zeroed all the same, and lazily: where it was used.
  * RESULT ok=1 checks=N (check.h) */
 #include <errno.h>
 #include <malloc.h>
@@ -125,6 +125,21 @@ int main(void)
             nzr += r[k] != 0;
         CHECK_EQ("calloc_after_free_zero", nzr, 0);
         free(r);
+        /* the 2 GiB again (its range, freed): zeroed where it was used,
+         * still lazy elsewhere */
+        long rss1 = rss_bytes();
+        char *h2 = calloc(1, huge);
+        CHECK("calloc_huge_again", h2 != NULL);
+        if (h2) {
+            long nz2 = 0;
+            for (size_t k = 0; k < huge; k += huge / 64)
+                nz2 += h2[k] != 0;
+            for (size_t k = 0; k < reuse; k += 4096)
+                nz2 += h2[k] != 0;
+            CHECK_EQ("calloc_huge_again_zero", nz2, 0);
+            CHECK_LT("calloc_huge_again_lazy", rss_bytes() - rss1, 256l << 20);
+            free(h2);
+        }
     }
     return check_finish();
 }
