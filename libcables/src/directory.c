@@ -534,6 +534,8 @@ void cb_on_move(const cb_msg_t *m)
             cb_reply(m, &r, NULL, 0, false);
             return;
         }
+        d[p] = (int16_t)(from + 1); /* what a lookup would set: it names the old
+                                     * home meanwhile, which forwards */
         cb_msg_t f = *m;
         f.c = (uint64_t)m->src + 1; /* c != 0 marks the second step */
         f.d = m->waiter;
