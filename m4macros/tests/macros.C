@@ -149,7 +149,19 @@ int main(int argc, char **argv)
         long *t = (long *)G_MALLOC(16)
         smallbad += t == NULL || t[0] != 0;
     }
-    check(smallbad == 0, "small blocks freed and cut again");
+    /* 70000 more (a chunk used up to its end, and the next ones), each
+     * written, none written over by another */
+    long **many = (long **)malloc(70000 * sizeof *many);
+    long chunkbad = many == NULL;
+    for (long i = 0; many && i < 70000; i++) {
+        many[i] = (long *)G_MALLOC(16)
+        many[i][0] = i;
+        many[i][1] = ~i;
+    }
+    for (long i = 0; many && i < 70000; i++)
+        chunkbad += many[i][0] != i || many[i][1] != ~i;
+    free(many);
+    check(smallbad == 0 && chunkbad == 0, "small blocks freed and cut again");
     check(t1 >= t0, "CLOCK");
     check(PAGE_SIZE == 4096, "PAGE_SIZE");
     printf("RESULT ok=%d checks=11 nprocs=%ld\n", bad == 0, P);
