@@ -70,7 +70,7 @@ $(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Ilibcables/include $< -o $@ $(LINK_CABLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard apps/*.h tests/posix/*.h) bench/bench_util.h
+$(BUILD)/obj/%.o: %.c $(wildcard apps/*.h tests/posix/*.h) tests/progs/rss.h bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -pthread -c $< -o $@
 

@@ -319,7 +319,7 @@ void cb_on_revoke_ack(const cb_msg_t *m)
 }
 
 /* M_ALLOC a=bytes b=policy c=node | ALLOC_REUSE << 32 d=guard pages.  Reply
- * a=first page (~0: none) b=bytes free c=1 if reused, then with the notices
+ * a=first page (~0: none) b=bytes free; a reused range comes with the notices
  * that node has not seen (what the range's last owners wrote), d bytes,
  * and the runs of the range's pages that have a home (the others are
  * zero: cb_dir_homed_runs), triples of u64 (first, count, home) */
@@ -340,24 +340,22 @@ void cb_on_alloc(const cb_msg_t *m)
         cb_dir_add_alloc(first + guard, npages - guard, (cables_policy_t)m->b, (int)(uint32_t)m->c,
                          reused);
     cb_msg_t r = { .type = M_ALLOC_REPLY, .a = first,
-                   .b = (cb.heap_first - ranges.top) * cb.ps, .c = reused };
+                   .b = (cb.heap_first - ranges.top) * cb.ps };
     size_t len = 0;
     void *n = NULL;
     if (reused) {
         cb_vc_t k;
         cb_known_get(m->src, k);
-        void *notices = cb_notices_encode(k, &len, NULL);
+        n = cb_notices_encode(k, &len, NULL);
         uint64_t *runs;
         size_t nruns;
         cb_dir_homed_runs(first, npages, &runs, &nruns);
-        if (!(n = malloc(len + 24 * nruns)))
+        if (!(n = realloc(n, len + 24 * nruns)))
             cb_die("out of memory handing out a freed range");
-        memcpy(n, notices, len);
         if (nruns)
             memcpy((uint8_t *)n + len, runs, 24 * nruns);
         r.d = len;
         len += 24 * nruns;
-        free(notices);
         free(runs);
     }
     cb_reply(m, &r, n, len, true);
@@ -406,8 +404,7 @@ static void zero_used(uint64_t first, size_t size, const uint8_t *runs, size_t n
     }
 }
 
-static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse, bool zero,
-                         bool *reused)
+static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse, bool zero)
 {
     if (policy == CABLES_POLICY_DEFAULT) {
         policy = cb.cfg.policy;
@@ -429,8 +426,6 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
     int64_t free_bytes = w->value2;
     uint8_t *notices = w->data;
     size_t len = w->len, nlen = (size_t)w->value4;
-    if (reused)
-        *reused = w->value3 != 0;
     cb_waiter_free(w);
     if (notices) { /* a reused range: what its last owners wrote, seen here */
         if (nlen > len || (len - nlen) % 24)
@@ -456,17 +451,17 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
 
 void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 {
-    return alloc_range(size, policy, node, false, false, NULL);
+    return alloc_range(size, policy, node, false, false);
 }
 
 void *cables_alloc(size_t size)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, true, NULL);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, true);
 }
 
-void *cb_alloc_reusable(size_t size, bool zero, bool *reused)
+void *cb_alloc_reusable(size_t size, bool zero)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, zero, reused);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, zero);
 }
 
 /* a release first: the block's writes reach their homes before the range

@@ -296,7 +296,7 @@ void cb_on_free(const cb_msg_t *m, const void *p, size_t len);
 /* Shared memory for malloc (pthread_shim): like cables_alloc, but it may be
  * a range freed before, neither zeroed nor placed anew (its pages keep
  * their homes); what its last owner wrote is acquired first. */
-void *cb_alloc_reusable(size_t size, bool zero, bool *reused); /* zero: as cables_alloc */
+void *cb_alloc_reusable(size_t size, bool zero); /* zero: as cables_alloc */
 
 /* directory.c: home of each page; the master keeps the directory */
 

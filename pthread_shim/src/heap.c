@@ -116,7 +116,7 @@ static void *big_alloc(size_t n, size_t align, bool zero)
         return NULL;
     /* inside a release or an acquire (a libc call of the runtime's), new
      * space (gas.c) */
-    uint8_t *b = cb_alloc_reusable(n + 2 * pad, zero, NULL);
+    uint8_t *b = cb_alloc_reusable(n + 2 * pad, zero);
     if (!b)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)b + pad + pad - 1) / pad * pad);

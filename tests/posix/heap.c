@@ -16,24 +16,20 @@
 #include <string.h>
 
 #include "check.h"
+#include "../progs/rss.h"
 
 #define N 2000
 static long *blocks[N];   /* allocated by main, filled and freed by the thread */
 static long *theirs[N];   /* allocated and filled by the thread, checked and freed by main */
 static char *big;
 
-/* VmRSS in bytes, -1 if /proc cannot say */
-static long rss_bytes(void)
+/* bytes not zero among every step-th of p[0..len) */
+static long nonzero_every(const char *p, size_t len, size_t step)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            sscanf(line + 6, "%ld", &kb);
-    if (f)
-        fclose(f);
-    return kb < 0 ? -1 : kb * 1024;
+    long n = 0;
+    for (size_t k = 0; k < len; k += step)
+        n += p[k] != 0;
+    return n;
 }
 
 static void *worker(void *arg)
@@ -110,20 +106,14 @@ int main(void)
     char *h = calloc(1, huge);
     CHECK("calloc_huge", h != NULL);
     if (h) {
-        long nzh = 0;
-        for (size_t k = 0; k < huge; k += huge / 64)
-            nzh += h[k] != 0;
-        CHECK_EQ("calloc_huge_zero", nzh, 0);
+        CHECK_EQ("calloc_huge_zero", nonzero_every(h, huge, huge / 64), 0);
         CHECK_LT("calloc_huge_lazy", rss_bytes() - rss0, 256l << 20);
         for (size_t k = 0; k < reuse; k += 4096)
             h[k] = 1;
         free(h);
         char *r = calloc(1, reuse);
         CHECK("calloc_after_free", r != NULL);
-        long nzr = 0;
-        for (size_t k = 0; r && k < reuse; k++)
-            nzr += r[k] != 0;
-        CHECK_EQ("calloc_after_free_zero", nzr, 0);
+        CHECK_EQ("calloc_after_free_zero", r ? nonzero_every(r, reuse, 1) : 0, 0);
         free(r);
         /* the 2 GiB again (its range, freed): zeroed where it was used,
          * still lazy elsewhere */
@@ -131,12 +121,8 @@ int main(void)
         char *h2 = calloc(1, huge);
         CHECK("calloc_huge_again", h2 != NULL);
         if (h2) {
-            long nz2 = 0;
-            for (size_t k = 0; k < huge; k += huge / 64)
-                nz2 += h2[k] != 0;
-            for (size_t k = 0; k < reuse; k += 4096)
-                nz2 += h2[k] != 0;
-            CHECK_EQ("calloc_huge_again_zero", nz2, 0);
+            CHECK_EQ("calloc_huge_again_zero",
+                     nonzero_every(h2, huge, huge / 64) + nonzero_every(h2, reuse, 4096), 0);
             CHECK_LT("calloc_huge_again_lazy", rss_bytes() - rss1, 256l << 20);
             free(h2);
         }
