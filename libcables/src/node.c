@@ -529,9 +529,9 @@ void cb_heard_from(int node)
 
 /* A node being attached for over a minute (or twice CABLES_DEAD_TIMEOUT)
  * ends the run with a message: MPI_Comm_spawn of Open MPI 4.1 with PMIx 4
- * (Debian 12's) hangs at times, the new process stuck in MPI_Init (about
- * 1 spawn in 100 on a busy 2-core VM; openpmix issue 2735), and a spawn
- * cannot be cancelled.  Master, comm thread. */
+ * (Debian 12's) hangs at times, the new process stuck in MPI_Init (1 run
+ * in 40-60 of a program attaching 4 nodes, here; openpmix issue 2735),
+ * and a spawn cannot be cancelled.  Master, comm thread. */
 static void check_attaching(uint64_t now)
 {
     double limit_s = cb.cfg.dead_timeout * 2 > 60 ? cb.cfg.dead_timeout * 2 : 60;
