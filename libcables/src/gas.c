@@ -404,6 +404,19 @@ static void zero_used(uint64_t first, size_t size, const uint8_t *runs, size_t n
     }
 }
 
+/* NULL, ENOMEM, and a message naming the setting (free_bytes < 0: not asked) */
+static void *gas_exhausted(size_t size, int64_t free_bytes)
+{
+    char left[48] = "";
+    if (free_bytes >= 0)
+        snprintf(left, sizeof left, " (%lld bytes free)", (long long)free_bytes);
+    fprintf(stderr, "cables: node %d: the global address space is exhausted: an allocation of "
+            "%zu bytes does not fit in CABLES_GAS_SIZE=%zu%s; raise CABLES_GAS_SIZE\n", cb.self,
+            size, cb.cfg.gas_size, left);
+    errno = ENOMEM;
+    return NULL;
+}
+
 static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse, bool zero)
 {
     if (policy == CABLES_POLICY_DEFAULT) {
@@ -417,6 +430,8 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
         errno = EINVAL;
         return NULL;
     }
+    if (size > cb.cfg.gas_size) /* nor rounded up to pages, where that wraps */
+        return gas_exhausted(size, (int64_t)-1);
     reuse = reuse && !cb_syncing;
     cb_msg_t m = { .type = M_ALLOC, .a = size, .b = (uint64_t)policy,
                    .c = (uint32_t)node | (uint64_t)(reuse ? ALLOC_REUSE : 0) << 32 };
@@ -438,14 +453,8 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
             zero_used(first, size, notices + nlen, (len - nlen) / 24);
         free(notices);
     }
-    if (first == ~0ull) {
-        fprintf(stderr, "cables: node %d: the global address space is exhausted: an allocation "
-                "of %zu bytes does not fit in CABLES_GAS_SIZE=%zu (%llu bytes free); raise "
-                "CABLES_GAS_SIZE\n", cb.self, size, cb.cfg.gas_size,
-                (unsigned long long)free_bytes);
-        errno = ENOMEM;
-        return NULL;
-    }
+    if (first == ~0ull)
+        return gas_exhausted(size, free_bytes);
     return cb_app_page(first);
 }
 

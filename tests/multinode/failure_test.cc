@@ -165,6 +165,7 @@ TEST_P(BadInput, AllocBeyondGasSize)
     auto r = mn::parse_result(res.output);
     EXPECT_EQ(mn::get_ll(r, "null"), 1) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "thread_null"), 1) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "huge_null"), 1) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "small_ok"), 1) << res.describe();
 }
 
