@@ -145,6 +145,18 @@ void cb_config_load(cb_config_t *c)
         if (end == v || *end || !(c->dead_timeout >= 0.5 && c->dead_timeout <= 3600))
             cb_die("CABLES_DEAD_TIMEOUT='%s' must be a number of seconds in [0.5, 3600]", v);
     }
+    /* Open MPI 4.1 with PMIx 4 hangs in MPI_Comm_spawn at times (node.c) */
+    c->attach_timeout = c->dead_timeout * 2 > 60 ? c->dead_timeout * 2 : 60;
+    if ((v = env("CABLES_ATTACH_TIMEOUT"))) {
+        char *end;
+        c->attach_timeout = strtod(v, &end);
+        if (end == v || *end || !(c->attach_timeout >= 1 && c->attach_timeout <= 3600))
+            cb_die("CABLES_ATTACH_TIMEOUT='%s' must be a number of seconds in [1, 3600]", v);
+    }
+    c->test_spawn_stall = -1;
+    if ((v = env("CABLES_TEST_SPAWN_STALL")) && whole(v, 0, 3600, &c->test_spawn_stall))
+        cb_die("CABLES_TEST_SPAWN_STALL='%s' must be a whole number of seconds from 0 (for "
+               "ever) to 3600", v);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads_per_node = cores > 0 ? (int)cores : 1;
     if ((v = env("CABLES_THREADS_PER_NODE")) &&

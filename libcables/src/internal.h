@@ -406,6 +406,11 @@ void cb_on_join(const cb_msg_t *m);
 void cb_node_start(int *argc, char ***argv);
 void cb_node_serve(void);   /* non-master nodes: serve until shutdown */
 void cb_node_finish(void);
+/* the program's exit status, once it exits (start.c) */
+extern int cb_exit_status;
+/* the master's exit status when the program's was 0 but a spawn is stuck
+ * (node.c), which cables-run turns back into 0 */
+#define CB_EXIT_SPAWN_STUCK 97
 void cb_on_hello(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_table(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_table_ack(const cb_msg_t *m);

@@ -106,6 +106,18 @@ static int attach_q[2 * CB_MAX_NODES], attach_qn;
 static bool attach_quit;
 static int next_number; /* master comm thread: the number of the next attached node */
 static uint64_t attach_t0[CB_MAX_NODES];
+/* An attach's spawn: SPAWNING until MPI_Comm_spawn returns (RETURNED), or
+ * GIVEN_UP by the master's comm thread when it took over attach_timeout
+ * (whichever comes first wins: compare-and-swap).  Open MPI 4.1 with PMIx
+ * 4 (Debian 12's) hangs in MPI_Comm_spawn at times, the new process stuck
+ * in MPI_Init and the master in PMIx_Lookup (openpmix issue 2735; 3 runs
+ * in 55 of a plain MPI program spawning 8 processes, here), and a spawn
+ * cannot be cancelled: the node's threads go to the nodes there are, and
+ * no node is attached while the spawn is stuck (the attach thread is in
+ * it).  A spawn that returns after all is told to leave. */
+enum { SPAWNING, RETURNED, GIVEN_UP };
+static _Atomic int spawn_phase[CB_MAX_NODES];
+static _Atomic int spawn_stuck = -1; /* the node whose spawn was given up and has not returned */
 static int table_acks[CB_MAX_NODES]; /* nodes yet to learn of an attached one */
 
 static void spawn_node(int k)
@@ -113,6 +125,19 @@ static void spawn_node(int k)
     MPI_Comm ic;
     int err = MPI_SUCCESS;
     int rc = MPI_Comm_spawn(spawn_exe, spawn_argv, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &ic, &err);
+    int was = SPAWNING;
+    if (!atomic_compare_exchange_strong(&spawn_phase[k], &was, RETURNED)) {
+        fprintf(stderr, "cables: node 0: the spawn of node %d, given up, ended after %.0f s; "
+                "%s\n", k, (double)(cb_now_ns() - attach_t0[k]) / 1e9,
+                rc == MPI_SUCCESS && err == MPI_SUCCESS ? "the node leaves again" : "it failed");
+        if (rc == MPI_SUCCESS && err == MPI_SUCCESS) {
+            uint64_t hdr[3] = { UINT64_MAX, 0, 0 }; /* not needed: finalize and exit */
+            MPI_Send(hdr, 3, MPI_UINT64_T, 0, 0, ic);
+            MPI_Comm_disconnect(&ic);
+        }
+        atomic_store(&spawn_stuck, -1);
+        return;
+    }
     if (rc == MPI_SUCCESS && err == MPI_SUCCESS) {
         uint64_t hdr[3] = { (uint64_t)k, (uint64_t)cb.launched, master_info_len };
         rc = MPI_Send(hdr, 3, MPI_UINT64_T, 0, 0, ic);
@@ -169,7 +194,7 @@ int cb_node_attach(void)
     int present = 0;
     for (int k = 0; k < CB_MAX_NODES; k++)
         present += state[k] != NS_NONE && state[k] != NS_GONE;
-    if (!attach_tid || present >= cb.cfg.max_nodes)
+    if (!attach_tid || present >= cb.cfg.max_nodes || atomic_load(&spawn_stuck) >= 0)
         return -1;
     if (next_number >= CB_MAX_NODES) {
         static bool said;
@@ -187,6 +212,7 @@ int cb_node_attach(void)
     }
     next_number++;
     attach_t0[k] = cb_now_ns();
+    atomic_store(&spawn_phase[k], SPAWNING);
     attach_post(k, false);
     return k;
 }
@@ -221,7 +247,8 @@ static void attach_init(int argc, char **argv, const cb_node_info_t *me, size_t 
         cb_die("cannot start the attach thread: %s", strerror(rc));
 }
 
-/* master, at finish: no attach under way, then the attach thread ends */
+/* master, at finish: no attach under way, then the attach thread ends
+ * (unless it is stuck in a spawn: see cb_node_finish) */
 static void attach_stop(void)
 {
     if (!attach_tid)
@@ -229,6 +256,8 @@ static void attach_stop(void)
     for (int k = 0; k < CB_MAX_NODES; k++)
         while (atomic_load(&state[k]) == NS_ATTACHING || atomic_load(&state[k]) == NS_LEAVING)
             usleep(1000); /* a spawn or a leave takes a fraction of a second */
+    if (atomic_load(&spawn_stuck) >= 0)
+        return;
     attach_post(-1, true);
     cb_thread_wait(attach_tid);
     attach_tid = 0;
@@ -244,6 +273,12 @@ void cb_node_start(int *argc, char ***argv)
     void *m0 = NULL; /* the master's table entry, on the other nodes */
     if (cb.multi) {
         int prov, rank, size;
+        if (cb.cfg.test_spawn_stall >= 0 && getenv("OMPI_PARENT_PORT")) { /* spawned */
+            if (cb.cfg.test_spawn_stall == 0)
+                for (;;)
+                    pause();
+            sleep((unsigned)cb.cfg.test_spawn_stall);
+        }
         if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &prov) != MPI_SUCCESS)
             cb_die("MPI_Init_thread failed: the node processes could not be started");
         if (prov < MPI_THREAD_SERIALIZED)
@@ -254,6 +289,11 @@ void cb_node_start(int *argc, char ***argv)
         if (parent != MPI_COMM_NULL) { /* attached on demand: the master says who we are */
             uint64_t hdr[3];
             MPI_Recv(hdr, 3, MPI_UINT64_T, 0, 0, parent, MPI_STATUS_IGNORE);
+            if (hdr[0] == UINT64_MAX) { /* our spawn took too long: given up */
+                MPI_Comm_disconnect(&parent);
+                MPI_Finalize();
+                _exit(0);
+            }
             m0 = malloc(hdr[2]);
             MPI_Recv(m0, (int)hdr[2], MPI_BYTE, 0, 0, parent, MPI_STATUS_IGNORE);
             rank = (int)hdr[0];
@@ -527,25 +567,35 @@ void cb_heard_from(int node)
         last_heard[node] = cb_now_ns();
 }
 
-/* A node being attached for over a minute (or twice CABLES_DEAD_TIMEOUT)
- * ends the run with a message: MPI_Comm_spawn of Open MPI 4.1 with PMIx 4
- * (Debian 12's) hangs at times, the new process stuck in MPI_Init (1 run
- * in 40-60 of a program attaching 4 nodes, here; openpmix issue 2735),
- * and a spawn cannot be cancelled.  Master, comm thread. */
+/* An attach that took over CABLES_ATTACH_TIMEOUT: a spawn still under way
+ * is given up (see spawn_phase), its node's threads go to the nodes there
+ * are; a node spawned that has not joined since is dead.  Master, comm
+ * thread. */
 static void check_attaching(uint64_t now)
 {
-    double limit_s = cb.cfg.dead_timeout * 2 > 60 ? cb.cfg.dead_timeout * 2 : 60;
-    for (int k = cb.launched; k < CB_MAX_NODES; k++)
-        if (atomic_load(&state[k]) == NS_ATTACHING && attach_t0[k] &&
-            now - attach_t0[k] > limit_s * 1e9) {
-            char buf[400];
-            int n = snprintf(buf, sizeof buf,
-                             "cables: node 0: attaching node %d has not ended after %.0f s "
-                             "(Open MPI's MPI_Comm_spawn hangs at times with PMIx 4: openpmix "
-                             "issue 2735); the application cannot continue\n", k, limit_s);
-            if (write(2, buf, (size_t)n) < 0) {}
-            _exit(3);
+    double limit_s = cb.cfg.attach_timeout;
+    for (int k = cb.launched; k < CB_MAX_NODES; k++) {
+        if (atomic_load(&state[k]) != NS_ATTACHING || !attach_t0[k] ||
+            now - attach_t0[k] <= limit_s * 1e9)
+            continue;
+        int was = SPAWNING;
+        atomic_store(&spawn_stuck, k); /* before the swap: a spawn returning after it clears it */
+        if (atomic_compare_exchange_strong(&spawn_phase[k], &was, GIVEN_UP)) {
+            fprintf(stderr, "cables: node 0: attaching node %d has not ended after %.0f s (Open "
+                    "MPI's MPI_Comm_spawn hangs at times with PMIx 4: openpmix issue 2735); its "
+                    "threads go to the nodes there are, and no node is attached while it is "
+                    "stuck\n", k, limit_s);
+            atomic_store(&state[k], NS_GONE);
+            cb_place_attached(k, false);
+            continue;
         }
+        atomic_store(&spawn_stuck, -1);
+        char buf[400];
+        int n = snprintf(buf, sizeof buf, "cables: node 0: node %d, spawned, has not joined "
+                         "after %.0f s; the application cannot continue\n", k, limit_s);
+        if (write(2, buf, (size_t)n) < 0) {}
+        _exit(3);
+    }
 }
 
 /* Heartbeats go on while stopping (a slow node's bye may take a while);
@@ -661,4 +711,14 @@ void cb_node_finish(void)
         if (inter[k] != MPI_COMM_NULL && inter[k] != 0)
             MPI_Comm_disconnect(&inter[k]);
     MPI_Finalize();
+    /* mpirun waits for the process of a stuck spawn, which never ends: a
+     * status other than 0 makes it end the job; cables-run gives the
+     * program's 0 back (tools/cables-run) */
+    int k = atomic_load(&spawn_stuck);
+    if (cb.self == 0 && k >= 0 && cb_exit_status == 0) {
+        fprintf(stderr, "cables: node 0: the program ended (exit status 0) with the spawn of "
+                "node %d stuck; exit status %d ends mpirun\n", k, CB_EXIT_SPAWN_STUCK);
+        fflush(NULL);
+        _exit(CB_EXIT_SPAWN_STUCK);
+    }
 }

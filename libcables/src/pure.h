@@ -72,6 +72,9 @@ typedef struct {
     int policy_node;
     bool stats;
     double dead_timeout; /* seconds without a message before a peer is dead */
+    double attach_timeout; /* seconds an attach's MPI_Comm_spawn may take before it is given up */
+    int test_spawn_stall; /* testing: a node attached on demand sleeps this long (0: for ever)
+                             before MPI_Init, as when Open MPI's spawn hangs; -1: off */
     int threads_per_node; /* a node's capacity: more threads attach a new node */
     int max_nodes;        /* nodes present at once, attached ones included (0: the launched) */
     int page_group;       /* pages one fault handles: a first touch homes the aligned group; a

@@ -25,6 +25,20 @@ static void *run_main(void *unused)
 
 static void at_exit(void) { cb_node_finish(); }
 
+int cb_exit_status;
+
+/* The program's exit status, for cb_node_finish (an atexit handler does not
+ * get it): calls of exit() come here first, main's return is seen below. */
+void exit(int status)
+{
+    static void (*real_exit)(int);
+    cb_exit_status = status;
+    if (!real_exit)
+        real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");
+    real_exit(status);
+    _exit(status); /* not reached */
+}
+
 static int cables_main(int argc, char **argv, char **envp)
 {
     atexit(at_exit);
@@ -37,7 +51,8 @@ static int cables_main(int argc, char **argv, char **envp)
         cb_threads_wait_all();
         exit(0);
     }
-    return (int)(intptr_t)rc;
+    cb_exit_status = (int)(intptr_t)rc;
+    return cb_exit_status;
 }
 
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),

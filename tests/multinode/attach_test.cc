@@ -23,6 +23,50 @@ TEST_P(AttachApi, ThreadsGetNodesThatLeaveWhenDone)
 
 INSTANTIATE_TEST_SUITE_P(OnDemand, AttachApi, ::testing::Values("shm", "tcp"));
 
+// Open MPI's MPI_Comm_spawn hangs at times (openpmix issue 2735): the
+// master stays in it for ever while the new process never ends MPI_Init.
+// The same state, made on purpose: each node spawned sleeps before MPI_Init
+// (CABLES_TEST_SPAWN_STALL), for ever or for 5 s.  An attach given up
+// after CABLES_ATTACH_TIMEOUT leaves its threads to the nodes there are
+// (the master here: remote=0), the program's results are exact, and the
+// run ends with the program's status 0 (not mpirun's wait for the stuck
+// process, nor its 97: cables-run); a spawn that ends after all is told
+// to leave, and the next phase attaches again.
+struct StuckCase { const char *stall, *pause_ms; bool returns; };
+
+class StuckSpawn : public ::testing::TestWithParam<StuckCase> {};
+
+TEST_P(StuckSpawn, ThreadsGoToTheNodesThereAreAndTheRunEnds)
+{
+    const StuckCase c = GetParam();
+    auto res = mn::run_cables(1, "shm", mn::prog("attach"), { "4", "2", c.pause_ms },
+                              { { "CABLES_THREADS_PER_NODE", "1" },
+                                { "CABLES_ATTACH_TIMEOUT", "2" },
+                                { "CABLES_TEST_SPAWN_STALL", c.stall } },
+                              { "-m", "4" }, 60);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "threads"), 6) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "remote"), 0) << res.describe();
+    EXPECT_NE(res.output.find("attaching node 1 has not ended after 2 s"), std::string::npos)
+        << res.describe();
+    EXPECT_EQ(res.output.find("exited with non-zero status"), std::string::npos)
+        << "mpirun's banner about status 97 was printed\n" << res.describe();
+    if (c.returns) {
+        EXPECT_NE(res.output.find("the spawn of node 1, given up, ended after"), std::string::npos)
+            << res.describe();
+        EXPECT_NE(res.output.find("attaching node 2 has not ended"), std::string::npos)
+            << "no attach after the stuck spawn returned\n" << res.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(OnDemand, StuckSpawn,
+                         ::testing::Values(StuckCase{ "0", "500", false },
+                                           StuckCase{ "5", "6000", true }),
+                         [](const ::testing::TestParamInfo<StuckCase> &i) {
+                             return std::string(i.param.returns ? "returns_late" : "never_returns");
+                         });
+
 // A node that leaves hands its homes to the master with their data, and
 // the pages it homed but never wrote stay zero: 512 pages first touched by
 // a thread on a node attached for it, every 4th left unwritten, read back

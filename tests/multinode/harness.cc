@@ -296,18 +296,20 @@ std::vector<std::string> cables_cmd(int nodes, const std::string &transport,
     return v;
 }
 
-// A run that attaches nodes (-m) is made again, once, if the runtime
-// ended it because Open MPI's MPI_Comm_spawn hung (README: Debian 12's
-// Open MPI with PMIx 4, openpmix issue 2735; about 1 run in 50 of a
-// program attaching 4 nodes here).  That run says so; any other failure
-// stands.
+// A run that attaches nodes (-m) is made again, once, if Open MPI's
+// MPI_Comm_spawn hung in it (README: Debian 12's Open MPI with PMIx 4,
+// openpmix issue 2735; about 1 run in 50 of a program attaching 4 nodes
+// here): the runtime gave that attach up and the run went on with fewer
+// nodes than the test counts on.  That run says so; any other failure
+// stands.  Not when the test makes the spawns hang (CABLES_TEST_SPAWN_STALL).
 Result run_cables(int nodes, const std::string &transport, const std::string &program,
                   const std::vector<std::string> &args, const Env &env,
                   const std::vector<std::string> &extra, double timeout_s)
 {
     auto cmd = cables_cmd(nodes, transport, program, args, extra);
     Result r = run(cmd, env, timeout_s);
-    bool attaches = std::find(extra.begin(), extra.end(), "-m") != extra.end();
+    bool attaches = std::find(extra.begin(), extra.end(), "-m") != extra.end() &&
+                    !env.count("CABLES_TEST_SPAWN_STALL");
     if (attaches && r.output.find("MPI_Comm_spawn hangs at times") != std::string::npos) {
         std::fprintf(stderr, "harness: Open MPI's spawn hung (known bug); running again:\n%s\n",
                      r.describe().c_str());

@@ -85,7 +85,8 @@ protected:
                                             "CABLES_DEAD_TIMEOUT", "CABLES_THREADS_PER_NODE",
                                             "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
                                             "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC", "CABLES_QUIET",
-                                            "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES", "CABLES_STORE_AHEAD"};
+                                            "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES", "CABLES_STORE_AHEAD",
+                                            "CABLES_ATTACH_TIMEOUT", "CABLES_TEST_SPAWN_STALL"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -109,6 +110,8 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_EQ(c.policy_node, 0);
     EXPECT_FALSE(c.stats);
     EXPECT_DOUBLE_EQ(c.dead_timeout, 10.0);
+    EXPECT_DOUBLE_EQ(c.attach_timeout, 60.0);
+    EXPECT_EQ(c.test_spawn_stall, -1);
     EXPECT_EQ(c.threads_per_node, (int)sysconf(_SC_NPROCESSORS_ONLN));
     EXPECT_EQ(c.max_nodes, 0); // the launched nodes only
     EXPECT_EQ(c.refresh, 8);
@@ -172,6 +175,14 @@ TEST_F(ConfigLoad, GoodValues)
     EXPECT_EQ(c.policy_node, 3);
     EXPECT_TRUE(c.stats);
     EXPECT_DOUBLE_EQ(c.dead_timeout, 10.5);
+    EXPECT_DOUBLE_EQ(c.attach_timeout, 60.0);
+    setenv("CABLES_DEAD_TIMEOUT", "45", 1); // an attach may take twice as long as a silence
+    EXPECT_DOUBLE_EQ(Load().attach_timeout, 90.0);
+    setenv("CABLES_ATTACH_TIMEOUT", "2.5", 1);
+    setenv("CABLES_TEST_SPAWN_STALL", "0", 1);
+    c = Load();
+    EXPECT_DOUBLE_EQ(c.attach_timeout, 2.5);
+    EXPECT_EQ(c.test_spawn_stall, 0);
 
     setenv("CABLES_STATS", "0", 1);
     setenv("CABLES_HOME_POLICY", "round-robin", 1);
@@ -218,6 +229,8 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_FETCH_PAGES", "0"},    {"CABLES_FETCH_PAGES", "65"},
         {"CABLES_FETCH_PAGES", "4p"},   {"CABLES_QUIET", "1"},
         {"CABLES_STORE_AHEAD", "yes"},  {"CABLES_STORE_AHEAD", "o"},
+        {"CABLES_ATTACH_TIMEOUT", "0.5"}, {"CABLES_ATTACH_TIMEOUT", "1m"},
+        {"CABLES_TEST_SPAWN_STALL", "-1"}, {"CABLES_TEST_SPAWN_STALL", "x"},
     };
     for (auto &b : bad) {
         SetUp();
