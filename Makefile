@@ -49,9 +49,9 @@ $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/includ
 # a sanitizer build's library, and programs cables-cc builds, link its runtime
 SAN_FLAGS = $(filter -fsanitize%,$(OPT))
 
-$(LIB): $(LIB_OBJS)
+$(LIB): $(LIB_OBJS) libcables/libcables.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(SAN_FLAGS) -o $@ $^ $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
+	$(CC) -shared $(SAN_FLAGS) -o $@ $(LIB_OBJS) $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
 
 $(BUILD)/lib/cables/%.o: libcables/link/%.c
 	@mkdir -p $(dir $@)

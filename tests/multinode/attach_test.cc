@@ -31,19 +31,29 @@ INSTANTIATE_TEST_SUITE_P(OnDemand, AttachApi, ::testing::Values("shm", "tcp"));
 // (the master here: remote=0), the program's results are exact, and the
 // run ends with the program's status 0 (not mpirun's wait for the stuck
 // process, nor its 97: cables-run); a spawn that ends after all is told
-// to leave, and the next phase attaches again.
-struct StuckCase { const char *stall, *pause_ms; bool returns; };
+// to leave, and the next phase attaches again.  A program that ends with
+// exit(3) ends the run with 3.
+struct StuckCase { const char *stall, *pause_ms; bool returns; const char *exit_status; };
 
 class StuckSpawn : public ::testing::TestWithParam<StuckCase> {};
 
 TEST_P(StuckSpawn, ThreadsGoToTheNodesThereAreAndTheRunEnds)
 {
     const StuckCase c = GetParam();
-    auto res = mn::run_cables(1, "shm", mn::prog("attach"), { "4", "2", c.pause_ms },
+    std::vector<std::string> args = { "4", "2", c.pause_ms };
+    if (c.exit_status)
+        args.push_back(c.exit_status);
+    auto res = mn::run_cables(1, "shm", mn::prog("attach"), args,
                               { { "CABLES_THREADS_PER_NODE", "1" },
                                 { "CABLES_ATTACH_TIMEOUT", "2" },
                                 { "CABLES_TEST_SPAWN_STALL", c.stall } },
                               { "-m", "4" }, 60);
+    if (c.exit_status) {
+        ASSERT_FALSE(res.timed_out) << res.describe();
+        EXPECT_TRUE(res.exited && res.exit_code == 3) << res.describe();
+        EXPECT_EQ(mn::parse_result(res.output)["ok"], "1") << res.describe();
+        return;
+    }
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(r["ok"], "1") << res.describe();
     EXPECT_EQ(mn::get_ll(r, "threads"), 6) << res.describe();
@@ -61,10 +71,13 @@ TEST_P(StuckSpawn, ThreadsGoToTheNodesThereAreAndTheRunEnds)
 }
 
 INSTANTIATE_TEST_SUITE_P(OnDemand, StuckSpawn,
-                         ::testing::Values(StuckCase{ "0", "500", false },
-                                           StuckCase{ "5", "6000", true }),
+                         ::testing::Values(StuckCase{ "0", "500", false, nullptr },
+                                           StuckCase{ "5", "6000", true, nullptr },
+                                           StuckCase{ "0", "500", false, "3" }),
                          [](const ::testing::TestParamInfo<StuckCase> &i) {
-                             return std::string(i.param.returns ? "returns_late" : "never_returns");
+                             return std::string(i.param.exit_status ? "program_exits_3"
+                                                : i.param.returns ? "returns_late"
+                                                                  : "never_returns");
                          });
 
 // A node that leaves hands its homes to the master with their data, and

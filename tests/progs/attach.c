@@ -6,7 +6,7 @@
  * each summing its slice of shared memory, writing under a lock, and
  * saying which node it ran on; main joins them and pauses PAUSE_MS, in
  * which the nodes whose threads ended leave.
- * Usage: attach NODES PHASES PAUSE_MS
+ * Usage: attach NODES PHASES PAUSE_MS [EXIT]  (EXIT: end with exit(EXIT) when ok)
  * RESULT ok=1 threads=T nodes_used=N remote=R */
 #include <cables.h>
 #include <stdio.h>
@@ -43,8 +43,8 @@ static void *work(void *a)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: attach NODES PHASES PAUSE_MS\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: attach NODES PHASES PAUSE_MS [EXIT]\n");
         return 2;
     }
     int nt = atoi(argv[1]) - 1, phases = atoi(argv[2]), pause_ms = atoi(argv[3]);
@@ -86,5 +86,7 @@ int main(int argc, char **argv)
     }
     printf("RESULT ok=%d threads=%d nodes_used=%d remote=%d\n", ok, nt * phases,
            __builtin_popcountll(used), remote);
+    if (ok && argc == 5)
+        exit(atoi(argv[4]));
     return ok ? 0 : 1;
 }
