@@ -352,7 +352,12 @@ static void parked_logs_stay_small(const Cfg &c, const char *mode)
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
     long long total = mn::get_ll(r, "total_min");
-    EXPECT_GE(total, 3000LL * 8 * (c.nodes - 1)) << res.describe();
+    // A worker reads its statistics when its rounds end.  Through barriers
+    // all end together, each node having had every worker's notices;
+    // through a lock a worker that took it more often ends first, before
+    // the others' last rounds, whose notices it never gets (68597 of 72000
+    // at 4 nodes in a sanitizer run): only its own notices are certain.
+    EXPECT_GE(total, 3000LL * 8 * (strcmp(mode, "locks") ? c.nodes - 1 : 1)) << res.describe();
     EXPECT_LT(mn::get_ll(r, "kept_max") * 10, total) << res.describe();
     EXPECT_GT(mn::get_ll(r, "main_peak"), 0) << res.describe();
     EXPECT_LT(mn::get_ll(r, "main_peak") * 10, total) << res.describe();
