@@ -123,8 +123,8 @@ static CHECK_UNUSED int check_report(const char *name, int line, int ok,
 static CHECK_UNUSED void check_start(void)
 {
     /* watchdog: a deadlock kills the program instead of hanging.  Later
-     * than the runtime's end of a hung attach (60 s after it began: Open
-     * MPI's spawn hangs at times, README), whose message has the test
+     * than the runtime's giving up of a hung attach (60 s after it began:
+     * Open MPI's spawn hangs at times, README), whose message has the test
      * harness run the program again: at 60 s the alarm came first, and
      * the run failed with no word of the spawn */
     alarm(90);
