@@ -122,6 +122,8 @@ static int table_acks[CB_MAX_NODES]; /* nodes yet to learn of an attached one */
 
 static void spawn_node(int k)
 {
+    if (atomic_load(&spawn_phase[k]) == GIVEN_UP)
+        return; /* queued behind a stuck spawn, and given up with it */
     MPI_Comm ic;
     int err = MPI_SUCCESS;
     int rc = MPI_Comm_spawn(spawn_exe, spawn_argv, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &ic, &err);
