@@ -90,6 +90,17 @@ static int whole(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
+/* a number of seconds in [lo, hi], nothing else */
+static int seconds(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double t = strtod(s, &end);
+    if (end == s || *end || !(t >= lo && t <= hi))
+        return -1;
+    *out = t;
+    return 0;
+}
+
 /* one of two words: yes (true) or no (false), nothing else */
 static int either(const char *s, const char *yes, const char *no, bool *out)
 {
@@ -139,20 +150,12 @@ void cb_config_load(cb_config_t *c)
             cb_die("CABLES_STATS='%s' must be 1 or 0", v);
     }
     c->dead_timeout = 10.0; /* 3 s once took a node busy on a loaded VM for dead (bench/splash.sh) */
-    if ((v = env("CABLES_DEAD_TIMEOUT"))) {
-        char *end;
-        c->dead_timeout = strtod(v, &end);
-        if (end == v || *end || !(c->dead_timeout >= 0.5 && c->dead_timeout <= 3600))
-            cb_die("CABLES_DEAD_TIMEOUT='%s' must be a number of seconds in [0.5, 3600]", v);
-    }
+    if ((v = env("CABLES_DEAD_TIMEOUT")) && seconds(v, 0.5, 3600, &c->dead_timeout))
+        cb_die("CABLES_DEAD_TIMEOUT='%s' must be a number of seconds in [0.5, 3600]", v);
     /* Open MPI 4.1 with PMIx 4 hangs in MPI_Comm_spawn at times (node.c) */
     c->attach_timeout = c->dead_timeout * 2 > 60 ? c->dead_timeout * 2 : 60;
-    if ((v = env("CABLES_ATTACH_TIMEOUT"))) {
-        char *end;
-        c->attach_timeout = strtod(v, &end);
-        if (end == v || *end || !(c->attach_timeout >= 1 && c->attach_timeout <= 3600))
-            cb_die("CABLES_ATTACH_TIMEOUT='%s' must be a number of seconds in [1, 3600]", v);
-    }
+    if ((v = env("CABLES_ATTACH_TIMEOUT")) && seconds(v, 1, 3600, &c->attach_timeout))
+        cb_die("CABLES_ATTACH_TIMEOUT='%s' must be a number of seconds in [1, 3600]", v);
     c->test_spawn_stall = -1;
     if ((v = env("CABLES_TEST_SPAWN_STALL")) && whole(v, 0, 3600, &c->test_spawn_stall))
         cb_die("CABLES_TEST_SPAWN_STALL='%s' must be a whole number of seconds from 0 (for "

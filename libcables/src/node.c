@@ -127,12 +127,13 @@ static void spawn_node(int k)
     MPI_Comm ic;
     int err = MPI_SUCCESS;
     int rc = MPI_Comm_spawn(spawn_exe, spawn_argv, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &ic, &err);
+    bool spawned = rc == MPI_SUCCESS && err == MPI_SUCCESS;
     int was = SPAWNING;
     if (!atomic_compare_exchange_strong(&spawn_phase[k], &was, RETURNED)) {
         fprintf(stderr, "cables: node 0: the spawn of node %d, given up, ended after %.0f s; "
                 "%s\n", k, (double)(cb_now_ns() - attach_t0[k]) / 1e9,
-                rc == MPI_SUCCESS && err == MPI_SUCCESS ? "the node leaves again" : "it failed");
-        if (rc == MPI_SUCCESS && err == MPI_SUCCESS) {
+                spawned ? "the node leaves again" : "it failed");
+        if (spawned) {
             uint64_t hdr[3] = { UINT64_MAX, 0, 0 }; /* not needed: finalize and exit */
             MPI_Send(hdr, 3, MPI_UINT64_T, 0, 0, ic);
             MPI_Comm_disconnect(&ic);
@@ -140,7 +141,7 @@ static void spawn_node(int k)
         atomic_store(&spawn_stuck, -1);
         return;
     }
-    if (rc == MPI_SUCCESS && err == MPI_SUCCESS) {
+    if (spawned) {
         uint64_t hdr[3] = { (uint64_t)k, (uint64_t)cb.launched, master_info_len };
         rc = MPI_Send(hdr, 3, MPI_UINT64_T, 0, 0, ic);
         if (rc == MPI_SUCCESS)
@@ -591,7 +592,6 @@ static void check_attaching(uint64_t now)
             cb_place_attached(k, false);
             continue;
         }
-        atomic_store(&spawn_stuck, -1);
         char buf[400];
         int n = snprintf(buf, sizeof buf, "cables: node 0: node %d, spawned, has not joined "
                          "after %.0f s; the application cannot continue\n", k, limit_s);
