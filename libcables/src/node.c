@@ -106,6 +106,8 @@ static int attach_q[2 * CB_MAX_NODES], attach_qn;
 static bool attach_quit;
 static int next_number; /* master comm thread: the number of the next attached node */
 static uint64_t attach_t0[CB_MAX_NODES];
+/* when node k's spawn returned: its hello has attach_timeout from then */
+static _Atomic uint64_t spawned_t[CB_MAX_NODES];
 /* An attach's spawn: SPAWNING until MPI_Comm_spawn returns (RETURNED), or
  * GIVEN_UP by the master's comm thread when it took over attach_timeout
  * (whichever comes first wins: compare-and-swap).  Open MPI 4.1 with PMIx
@@ -128,6 +130,7 @@ static void spawn_node(int k)
     int err = MPI_SUCCESS;
     int rc = MPI_Comm_spawn(spawn_exe, spawn_argv, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &ic, &err);
     bool spawned = rc == MPI_SUCCESS && err == MPI_SUCCESS;
+    atomic_store(&spawned_t[k], cb_now_ns()); /* before the swap: read once RETURNED */
     int was = SPAWNING;
     if (!atomic_compare_exchange_strong(&spawn_phase[k], &was, RETURNED)) {
         fprintf(stderr, "cables: node 0: the spawn of node %d, given up, ended after %.0f s; "
@@ -572,29 +575,40 @@ void cb_heard_from(int node)
 
 /* An attach that took over CABLES_ATTACH_TIMEOUT: a spawn still under way
  * is given up (see spawn_phase), its node's threads go to the nodes there
- * are; a node spawned that has not joined since is dead.  Master, comm
- * thread. */
+ * are; a node that has not joined within as long again after its spawn
+ * returned is dead.  Master, comm thread. */
 static void check_attaching(uint64_t now)
 {
     double limit_s = cb.cfg.attach_timeout;
+    uint64_t limit = (uint64_t)(limit_s * 1e9);
     for (int k = cb.launched; k < CB_MAX_NODES; k++) {
-        if (atomic_load(&state[k]) != NS_ATTACHING || !attach_t0[k] ||
-            now - attach_t0[k] <= limit_s * 1e9)
+        if (atomic_load(&state[k]) != NS_ATTACHING || !attach_t0[k])
             continue;
-        int was = SPAWNING;
-        atomic_store(&spawn_stuck, k); /* before the swap: a spawn returning after it clears it */
-        if (atomic_compare_exchange_strong(&spawn_phase[k], &was, GIVEN_UP)) {
-            fprintf(stderr, "cables: node 0: attaching node %d has not ended after %.0f s (Open "
-                    "MPI's MPI_Comm_spawn hangs at times with PMIx 4: openpmix issue 2735); its "
-                    "threads go to the nodes there are, and no node is attached while it is "
-                    "stuck\n", k, limit_s);
-            atomic_store(&state[k], NS_GONE);
-            cb_place_attached(k, false);
+        int was = atomic_load(&spawn_phase[k]);
+        if (was == SPAWNING) {
+            if (now - attach_t0[k] <= limit)
+                continue;
+            atomic_store(&spawn_stuck, k); /* before the swap: a spawn returning after it clears it */
+            if (atomic_compare_exchange_strong(&spawn_phase[k], &was, GIVEN_UP)) {
+                fprintf(stderr, "cables: node 0: attaching node %d has not ended after %.0f s "
+                        "(Open MPI's MPI_Comm_spawn hangs at times with PMIx 4: openpmix issue "
+                        "2735); its threads go to the nodes there are, and no node is attached "
+                        "while it is stuck\n", k, limit_s);
+                atomic_store(&state[k], NS_GONE);
+                cb_place_attached(k, false);
+                continue;
+            }
+            int stuck = k; /* it returned just now: its hello has its time */
+            atomic_compare_exchange_strong(&spawn_stuck, &stuck, -1);
             continue;
         }
+        uint64_t t = atomic_load(&spawned_t[k]);
+        if (was != RETURNED || now < t || now - t <= limit)
+            continue;
         char buf[400];
         int n = snprintf(buf, sizeof buf, "cables: node 0: node %d, spawned, has not joined "
-                         "after %.0f s; the application cannot continue\n", k, limit_s);
+                         "%.0f s after its spawn returned; the application cannot continue\n",
+                         k, limit_s);
         if (write(2, buf, (size_t)n) < 0) {}
         _exit(3);
     }
