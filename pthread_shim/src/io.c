@@ -23,8 +23,12 @@
  * fseek, getchar, scanf) make that buffer present first; the FILE structure
  * itself is only touched by libc in user space and faults normally.
  *
- * Not covered: other system calls taking buffers (stat, poll, select,
- * accept, recvmmsg, ioctl, ...), the unlocked and wide stdio variants,
+ * Calls that store small results or wait (the stat family, pipe, accept,
+ * socket options and addresses, sleeps, poll, select, epoll...) go
+ * through copies instead (below: "other calls").
+ *
+ * Not covered: other system calls taking buffers (recvmmsg, ioctl,
+ * sched_getaffinity, ...), the unlocked and wide stdio variants,
  * fflush(NULL) and the flush of every stream at exit; a transfer that
  * comes back short because a page was invalidated mid-call is not redone
  * (it is a legal short count).  A buffer in unallocated shared memory is a
@@ -36,8 +40,18 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/times.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -406,6 +420,403 @@ int remove(const char *path)
     }
 FOPEN(fopen)
 FOPEN(fopen64)
+
+/* ---- other calls: through copies of ours ----
+ * The kernel stores into and loads from copies on this thread's stack (or
+ * in private memory when large), written first so that their pages are
+ * present; the program's buffers are read before the call and written
+ * after it by ordinary loads and stores, which fault as the program's own
+ * would.  So a page invalidated meanwhile costs a fault, not what the call
+ * did (a descriptor made, a connection accepted, events taken), and
+ * nothing is done twice.  A path is read by the kernel in place: touched,
+ * and the call made again while it fails with EFAULT (nothing happened). */
+
+/* a zeroed copy of n bytes: local (cap bytes, on the caller's stack) when
+ * they fit, else private memory; NULL if there is none */
+static void *copy_of(void *local, size_t cap, size_t n)
+{
+    void *c = n <= cap ? local : malloc(n);
+    if (c)
+        memset(c, 0, n);
+    return c;
+}
+
+static void copy_done(void *c, void *local)
+{
+    if (c != local)
+        free(c);
+}
+
+#define PATH_IF(path) (path_ours(path) ? PATH(path) : (void)0)
+
+/* call(x) stores a T at x (returning -1 on failure): through a copy, then
+ * into p */
+#define STORE_T(T, p, call)                                                  \
+    if (!ours(p, sizeof(T)))                                                 \
+        return call(p);                                                      \
+    T b_;                                                                    \
+    memset(&b_, 0, sizeof b_);                                               \
+    long r_ = call(&b_);                                                     \
+    if (r_ != -1)                                                            \
+        memcpy(p, &b_, sizeof b_);                                           \
+    return r_;
+
+/* the same, with a path the kernel reads in place */
+#define STORE_T_PATH(T, p, path, call)                                       \
+    if (!path_ours(path) && !ours(p, sizeof(T)))                             \
+        return call(p);                                                      \
+    T b_;                                                                    \
+    memset(&b_, 0, sizeof b_);                                               \
+    long r_ = RETRY(PATH_IF(path), call(&b_));                               \
+    if (r_ != -1)                                                            \
+        memcpy(p, &b_, sizeof b_);                                           \
+    return r_;
+
+#define CALL(x) LIBC(stat)(path, x)
+int stat(const char *restrict path, struct stat *restrict st) { STORE_T_PATH(struct stat, st, path, CALL) }
+#undef CALL
+#define CALL(x) LIBC(stat64)(path, x)
+int stat64(const char *restrict path, struct stat64 *restrict st) { STORE_T_PATH(struct stat64, st, path, CALL) }
+#undef CALL
+#define CALL(x) LIBC(lstat)(path, x)
+int lstat(const char *restrict path, struct stat *restrict st) { STORE_T_PATH(struct stat, st, path, CALL) }
+#undef CALL
+#define CALL(x) LIBC(lstat64)(path, x)
+int lstat64(const char *restrict path, struct stat64 *restrict st) { STORE_T_PATH(struct stat64, st, path, CALL) }
+#undef CALL
+#define CALL(x) LIBC(fstatat)(dir, path, x, flags)
+int fstatat(int dir, const char *restrict path, struct stat *restrict st, int flags)
+{
+    STORE_T_PATH(struct stat, st, path, CALL)
+}
+#undef CALL
+#define CALL(x) LIBC(fstatat64)(dir, path, x, flags)
+int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, int flags)
+{
+    STORE_T_PATH(struct stat64, st, path, CALL)
+}
+#undef CALL
+#define CALL(x) LIBC(statx)(dir, path, flags, mask, x)
+int statx(int dir, const char *restrict path, int flags, unsigned mask, struct statx *restrict st)
+{
+    STORE_T_PATH(struct statx, st, path, CALL)
+}
+#undef CALL
+#define CALL(x) LIBC(fstat)(fd, x)
+int fstat(int fd, struct stat *st) { STORE_T(struct stat, st, CALL) }
+#undef CALL
+#define CALL(x) LIBC(fstat64)(fd, x)
+int fstat64(int fd, struct stat64 *st) { STORE_T(struct stat64, st, CALL) }
+#undef CALL
+#define CALL(x) LIBC(uname)(x)
+int uname(struct utsname *u) { STORE_T(struct utsname, u, CALL) }
+#undef CALL
+#define CALL(x) LIBC(getrusage)(who, x)
+int getrusage(int who, struct rusage *ru) { STORE_T(struct rusage, ru, CALL) }
+#undef CALL
+#define CALL(x) LIBC(times)(x)
+clock_t times(struct tms *t) { STORE_T(struct tms, t, CALL) }
+#undef CALL
+typedef int fd_pair[2];
+#define CALL(x) LIBC(pipe)((int *)(x))
+int pipe(int fds[2]) { STORE_T(fd_pair, fds, CALL) }
+#undef CALL
+#define CALL(x) LIBC(pipe2)((int *)(x), flags)
+int pipe2(int fds[2], int flags) { STORE_T(fd_pair, fds, CALL) }
+#undef CALL
+#define CALL(x) LIBC(socketpair)(domain, type, proto, (int *)(x))
+int socketpair(int domain, int type, int proto, int sv[2]) { STORE_T(fd_pair, sv, CALL) }
+#undef CALL
+
+ssize_t readlink(const char *restrict path, char *restrict buf, size_t n)
+{
+    if (!path_ours(path) && !ours(buf, n))
+        return LIBC(readlink)(path, buf, n);
+    char local[256], *c = copy_of(local, sizeof local, n ? n : 1);
+    if (!c)
+        return errno = ENOMEM, -1;
+    ssize_t r = RETRY(PATH_IF(path), LIBC(readlink)(path, c, n));
+    if (r > 0)
+        memcpy(buf, c, (size_t)r);
+    copy_done(c, local);
+    return r;
+}
+
+void *shim_malloc(size_t n) __asm__("malloc"); /* the program's (heap.c) */
+
+/* getcwd(NULL, n) allocates the result with the program's malloc */
+char *getcwd(char *buf, size_t n)
+{
+    if (!cb_app_thread || (buf && !ours(buf, n)))
+        return LIBC(getcwd)(buf, n);
+    size_t cap = buf || n ? n : PATH_MAX;
+    char *c = copy_of(NULL, 0, cap ? cap : 1);
+    if (!c)
+        return errno = ENOMEM, NULL;
+    char *r = LIBC(getcwd)(c, cap);
+    if (r) {
+        size_t len = strlen(c) + 1;
+        if ((r = buf ? buf : shim_malloc(n > len ? n : len)))
+            memcpy(r, c, len);
+        else
+            errno = ENOMEM;
+    }
+    copy_done(c, NULL);
+    return r;
+}
+
+ssize_t getrandom(void *buf, size_t n, unsigned flags)
+{
+    if (!ours(buf, n))
+        return LIBC(getrandom)(buf, n, flags);
+    char local[256], *c = copy_of(local, sizeof local, n ? n : 1);
+    if (!c)
+        return errno = ENOMEM, -1;
+    ssize_t r = LIBC(getrandom)(c, n, flags);
+    if (r > 0)
+        memcpy(buf, c, (size_t)r);
+    copy_done(c, local);
+    return r;
+}
+
+/* sleeps: the length read, what is left stored */
+#define SLEEP(call)                                                          \
+    if (!req || (!ours(req, sizeof *req) && !(rem && ours(rem, sizeof *rem)))) \
+        return call(req, rem);                                               \
+    struct timespec q = *req, m = { 0, 0 };                                  \
+    int r = call(&q, rem ? &m : NULL);                                       \
+    if (rem)                                                                 \
+        *rem = m;                                                            \
+    return r;
+
+#define CALL(q, m) LIBC(nanosleep)(q, m)
+int nanosleep(const struct timespec *req, struct timespec *rem) { SLEEP(CALL) }
+#undef CALL
+#define CALL(q, m) LIBC(clock_nanosleep)(clk, flags, q, m)
+int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
+{
+    SLEEP(CALL)
+}
+#undef CALL
+
+/* socket addresses out: a sockaddr_storage passed (the largest any family
+ * gives back); the length the kernel gives back, and that many bytes out,
+ * at most the program's length */
+#define ADDR_OUT(call)                                                       \
+    if (!addr || !len || (!ours(len, sizeof *len) && !ours(addr, *len)))     \
+        return call(addr, len); /* no address: the length is left alone */   \
+    struct sockaddr_storage b;                                               \
+    memset(&b, 0, sizeof b);                                                 \
+    socklen_t have = *len, bl = sizeof b;                                    \
+    int r = call((struct sockaddr *)&b, &bl);                                \
+    if (r != -1) {                                                           \
+        memcpy(addr, &b, have < bl ? have : bl);                             \
+        *len = bl;                                                           \
+    }                                                                        \
+    return r;
+
+#define CALL(a, l) LIBC(accept)(fd, a, l)
+int accept(int fd, struct sockaddr *restrict addr, socklen_t *restrict len) { ADDR_OUT(CALL) }
+#undef CALL
+#define CALL(a, l) LIBC(accept4)(fd, a, l, flags)
+int accept4(int fd, struct sockaddr *restrict addr, socklen_t *restrict len, int flags)
+{
+    ADDR_OUT(CALL)
+}
+#undef CALL
+#define CALL(a, l) LIBC(getsockname)(fd, a, l)
+int getsockname(int fd, struct sockaddr *restrict addr, socklen_t *restrict len) { ADDR_OUT(CALL) }
+#undef CALL
+#define CALL(a, l) LIBC(getpeername)(fd, a, l)
+int getpeername(int fd, struct sockaddr *restrict addr, socklen_t *restrict len) { ADDR_OUT(CALL) }
+#undef CALL
+
+/* n bytes at p that the kernel only reads: a copy */
+#define LOAD_N(p, n, call)                                                   \
+    if (!ours(p, n))                                                         \
+        return call(p);                                                      \
+    char local[sizeof(struct sockaddr_storage)], *c = copy_of(local, sizeof local, n); \
+    if (!c)                                                                  \
+        return errno = ENOMEM, -1;                                           \
+    memcpy(c, p, n);                                                         \
+    int r = call((void *)c);                                                 \
+    copy_done(c, local);                                                     \
+    return r;
+
+#define CALL(x) LIBC(bind)(fd, x, len)
+int bind(int fd, const struct sockaddr *addr, socklen_t len) { LOAD_N(addr, len, CALL) }
+#undef CALL
+#define CALL(x) LIBC(connect)(fd, x, len)
+int connect(int fd, const struct sockaddr *addr, socklen_t len) { LOAD_N(addr, len, CALL) }
+#undef CALL
+#define CALL(x) LIBC(setsockopt)(fd, level, name, x, len)
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len) { LOAD_N(val, len, CALL) }
+#undef CALL
+
+int getsockopt(int fd, int level, int name, void *restrict val, socklen_t *restrict len)
+{
+    if (!len || (!ours(len, sizeof *len) && !ours(val, *len)))
+        return LIBC(getsockopt)(fd, level, name, val, len);
+    socklen_t have = *len, got = have;
+    char local[256], *c = copy_of(local, sizeof local, have ? have : 1);
+    if (!c)
+        return errno = ENOMEM, -1;
+    int r = LIBC(getsockopt)(fd, level, name, c, &got);
+    if (r == 0) {
+        memcpy(val, c, have < got ? have : got);
+        *len = got;
+    }
+    copy_done(c, local);
+    return r;
+}
+
+/* waits: the arrays and sets in, what the kernel set out */
+#define POLL(call)                                                           \
+    struct pollfd local[32], *c = copy_of(local, sizeof local, n * sizeof *fds); \
+    if (!c)                                                                  \
+        return errno = ENOMEM, -1;                                           \
+    memcpy(c, fds, n * sizeof *fds);                                         \
+    int r = call;                                                            \
+    if (r != -1)                                                             \
+        for (nfds_t i = 0; i < n; i++)                                       \
+            fds[i].revents = c[i].revents;                                   \
+    copy_done(c, local);                                                     \
+    return r;
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    if (!ours(fds, n * sizeof *fds))
+        return LIBC(poll)(fds, n, timeout);
+    POLL(LIBC(poll)(c, n, timeout))
+}
+
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    if (!ours(fds, n * sizeof *fds) && !(ts && ours(ts, sizeof *ts)) &&
+        !(mask && ours(mask, sizeof *mask)))
+        return LIBC(ppoll)(fds, n, ts, mask);
+    struct timespec t = ts ? *ts : (struct timespec){ 0, 0 };
+    sigset_t m;
+    if (mask)
+        m = *mask;
+    POLL(LIBC(ppoll)(c, n, ts ? &t : NULL, mask ? &m : NULL))
+}
+
+/* the bytes of an fd_set that n descriptors use (whole longs, as the kernel) */
+static size_t set_bytes(int n)
+{
+    return n <= 0 ? 0 : ((size_t)n + 63) / 64 * 8;
+}
+
+static bool sets_ours(size_t s, fd_set *const set[3])
+{
+    for (int k = 0; k < 3; k++)
+        if (set[k] && ours(set[k], s))
+            return true;
+    return false;
+}
+
+/* copies of the sets in one block (s bytes each), the program's in */
+static char *sets_in(fd_set *local, size_t s, fd_set *const set[3], fd_set *copy[3])
+{
+    char *c = copy_of(local, 3 * sizeof *local, 3 * s + 1);
+    for (int k = 0; c && k < 3; k++) {
+        copy[k] = set[k] ? (fd_set *)(void *)(c + k * s) : NULL;
+        if (set[k])
+            memcpy(copy[k], set[k], s);
+    }
+    return c;
+}
+
+static void sets_out(size_t s, fd_set *const set[3], fd_set *const copy[3])
+{
+    for (int k = 0; k < 3; k++)
+        if (set[k])
+            memcpy(set[k], copy[k], s);
+}
+
+#define SELECT(time_ours, call)                                              \
+    size_t s = set_bytes(n);                                                 \
+    fd_set *const set[3] = { r, w, e };                                      \
+    if (!sets_ours(s, set) && !(time_ours))                                  \
+        return call(r, w, e);                                                \
+    fd_set local[3], *copy[3];                                               \
+    char *c = sets_in(local, s, set, copy);                                  \
+    if (!c)                                                                  \
+        return errno = ENOMEM, -1;                                           \
+    int res = call(copy[0], copy[1], copy[2]);                               \
+    if (res != -1)                                                           \
+        sets_out(s, set, copy);                                              \
+    copy_done(c, local);
+
+int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+           struct timeval *restrict tv)
+{
+    struct timeval t = { 0, 0 };
+    bool tv_ours = tv && ours(tv, sizeof *tv);
+    if (tv_ours)
+        t = *tv;
+#define CALL(r_, w_, e_) LIBC(select)(n, r_, w_, e_, tv_ours ? &t : tv)
+    SELECT(tv_ours, CALL)
+#undef CALL
+    if (tv_ours)
+        *tv = t; /* Linux leaves the time not slept there, also after an error */
+    return res;
+}
+
+int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+            const struct timespec *restrict ts, const sigset_t *restrict mask)
+{
+    struct timespec t = { 0, 0 };
+    sigset_t m;
+    bool ts_ours = ts && ours(ts, sizeof *ts), mask_ours = mask && ours(mask, sizeof *mask);
+    if (ts_ours)
+        t = *ts;
+    if (mask_ours)
+        m = *mask;
+#define CALL(r_, w_, e_) LIBC(pselect)(n, r_, w_, e_, ts_ours ? &t : ts, mask_ours ? &m : mask)
+    SELECT(ts_ours || mask_ours, CALL)
+#undef CALL
+    return res;
+}
+
+int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
+{
+    if (!ev || !ours(ev, sizeof *ev))
+        return LIBC(epoll_ctl)(ep, op, fd, ev);
+    struct epoll_event c = *ev;
+    return LIBC(epoll_ctl)(ep, op, fd, &c);
+}
+
+/* the events taken, out (the kernel refuses max <= 0) */
+#define EPOLL(call)                                                          \
+    struct epoll_event local[32];                                            \
+    struct epoll_event *c = copy_of(local, sizeof local, (size_t)max * sizeof *evs); \
+    if (!c)                                                                  \
+        return errno = ENOMEM, -1;                                           \
+    int r = call;                                                            \
+    if (r > 0)                                                               \
+        memcpy(evs, c, (size_t)r * sizeof *evs);                             \
+    copy_done(c, local);                                                     \
+    return r;
+
+int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
+{
+    if (max <= 0 || !ours(evs, (size_t)max * sizeof *evs))
+        return LIBC(epoll_wait)(ep, evs, max, timeout);
+    EPOLL(LIBC(epoll_wait)(ep, c, max, timeout))
+}
+
+int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
+{
+    bool mask_ours = mask && ours(mask, sizeof *mask);
+    if (max <= 0 || (!ours(evs, (size_t)max * sizeof *evs) && !mask_ours))
+        return LIBC(epoll_pwait)(ep, evs, max, timeout, mask);
+    sigset_t m;
+    if (mask_ours)
+        m = *mask;
+    EPOLL(LIBC(epoll_pwait)(ep, c, max, timeout, mask_ours ? &m : mask))
+}
 
 /* ---- stdio: the FILE's buffer (glibc's public struct _IO_FILE) ---- */
 
