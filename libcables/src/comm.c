@@ -158,6 +158,12 @@ _Static_assert(sizeof(cb_op_t) <= sizeof(((cb_waiter_t *)0)->op), "cb_waiter_t.o
  * is safe because the comm thread is done with it before the reply. */
 void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w)
 {
+    cb_call_post(dst, hdr, payload, len, w);
+    cb_waiter_wait(w);
+}
+
+void cb_call_post(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w)
+{
     hdr->src = cb.self;
     hdr->waiter = (uintptr_t)w;
     if (len) {
@@ -167,7 +173,6 @@ void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_
         *op = (cb_op_t){ .dst = dst, .heap = false, .hdr = *hdr };
         post(op, true);
     }
-    cb_waiter_wait(w);
 }
 
 int64_t cb_rpc(int dst, cb_msg_t *hdr, int64_t *b)
@@ -297,6 +302,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_THREADS_IDLE: cb_on_threads_idle(m); break;
     case M_DETACH: cb_on_detach(m); break;
     case M_CANCEL: cb_on_cancel(m); break;
+    case M_THREAD_OP: cb_on_thread_op(m, p, len); break;
     case M_KEY: cb_on_key(m); break;
     case M_HEAP_FREE: cb_on_heap_free(m, p, len); break;
     case M_TABLE_ACK: cb_on_table_ack(m); break;

@@ -77,6 +77,10 @@ bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline_ns);
 #define CB_TLS __attribute__((tls_model("initial-exec")))
 typedef struct {
     pthread_t sys;                 /* glibc's thread running it */
+    pid_t ktid;                    /* its kernel thread id */
+    void *stack;                   /* its stack in the GAS (stack.c), and its size */
+    size_t stack_size;
+    _Atomic bool detached;
     _Atomic int cancel;            /* a cancellation was asked */
     bool cancel_off;               /* the thread disabled cancellation (its own state) */
     cb_waiter_t *_Atomic waiting;  /* its cancellable runtime wait, if any */
@@ -108,6 +112,7 @@ enum cb_msg_type {
     M_CLAIM, M_CLAIM_REPLY,
     M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_REVOKE, M_REVOKE_ACK,
+    M_THREAD_OP,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -145,6 +150,8 @@ void cb_send_quiet(int dst, const cb_msg_t *hdr);
 void cb_comm_kick(void); /* wake the comm thread if it sleeps */
 /* Send and sleep until the reply wakes w. */
 void cb_call(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w);
+/* cb_call without the wait: the reply wakes w later */
+void cb_call_post(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_waiter_t *w);
 /* cb_call with a waiter of this thread's pool, for a reply of scalars:
  * returns its a (and its b in *b if not NULL). */
 int64_t cb_rpc(int dst, cb_msg_t *hdr, int64_t *b);
@@ -389,6 +396,32 @@ void cb_on_thread_gone(const cb_msg_t *m);
 void cb_on_threads_idle(const cb_msg_t *m);
 void cb_on_detach(const cb_msg_t *m);
 void cb_on_cancel(const cb_msg_t *m);
+void cb_on_thread_op(const cb_msg_t *m, const void *p, size_t len);
+/* Operations on a thread by its id, made on its node on its kernel thread
+ * (thread.c; the shim's pthread_kill, pthread_setname_np...): each returns
+ * 0 or an error number.  out (outlen bytes) receives what a TOP_GET* gives
+ * back; c and d are the operation's scalars (below); b2 the second scalar
+ * of the answer. */
+enum {
+    TOP_KILL,        /* c = signal (0: is it there) */
+    TOP_SIGQUEUE,    /* c = signal, d = the value */
+    TOP_SETNAME,     /* in: the name, NUL included (16 bytes at most) */
+    TOP_GETNAME,     /* out: the name, NUL included */
+    TOP_SETAFFINITY, /* in: the CPU set */
+    TOP_GETAFFINITY, /* out: the CPU set (outlen bytes, zero past the kernel's) */
+    TOP_SETSCHED,    /* c = policy, d = priority */
+    TOP_GETSCHED,    /* b2 = policy | priority << 32 */
+    TOP_SETPRIO,     /* c = priority */
+    TOP_ATTR,        /* out: cb_thread_attr_t */
+    TOP_KTID,        /* answer: 0, b2 = kernel thread id (threads of this node only) */
+    TOP_JOIN_ABORT,  /* c = the waiter of a timed join: answered ETIMEDOUT if still waiting */
+};
+typedef struct { uint64_t stack, stack_size; uint32_t detached; } cb_thread_attr_t;
+int cb_thread_op(uint64_t tid, int op, uint64_t c, uint64_t d, const void *in, size_t inlen,
+                 void *out, size_t outlen, int64_t *b2);
+/* a join that gives up at deadline_ns (CLOCK_MONOTONIC; 0: at once):
+ * ETIMEDOUT, or 0 if the thread ended (even after the deadline) */
+int cb_thread_join_until(uint64_t t, void **ret, uint64_t deadline_ns);
 void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len);

@@ -9,7 +9,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #include "internal.h"
@@ -40,6 +46,7 @@ static th_t *threads; /* comm thread only */
 static _Atomic uint32_t seq = 1;
 static int load[CB_MAX_NODES]; /* master, comm thread: running threads per node */
 static cb_msg_t idle_req;      /* master: main waits for all other threads to end */
+static cb_thr_t *main_thr;     /* master: main's (thread 0, not in threads) */
 static bool idle_waiting;
 
 static void *trampoline(void *a)
@@ -51,6 +58,7 @@ static void *trampoline(void *a)
     cb_numa_app_thread();
     cb_tid = st.tid;
     cb_thr = st.thr;
+    cb_thr->ktid = gettid();
     cb_app_thread = true;
     cb_acquire(st.vc);
     void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
@@ -200,8 +208,9 @@ void cb_thread_main_start(void)
 {
     load[0] = 1; /* main, on the master */
     cb_tid = 0;
-    cb_thr = calloc(1, sizeof *cb_thr);
+    cb_thr = main_thr = calloc(1, sizeof *cb_thr);
     cb_thr->sys = ((pthread_t (*)(void))cb_libc("pthread_self"))();
+    cb_thr->ktid = gettid();
     cb_app_thread = true;
 }
 
@@ -219,6 +228,7 @@ void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
     t->tid = m->a;
     t->detached = m->d >> 63;
     t->thr = st->thr;
+    t->thr->detached = t->detached;
     HASH_ADD(hh, threads, tid, sizeof t->tid, t);
     cb_thr_t *thr = st->thr;
     int rc = cb_thread_start(&thr->sys, trampoline, st, true);
@@ -292,16 +302,9 @@ void cb_on_join(const cb_msg_t *m)
         answer_join(t);
 }
 
-int cables_thread_join(cables_thread_t t, void **ret)
+/* the answer to a join (w), whose thread ran on node */
+static int join_done(cb_waiter_t *w, int node, void **ret)
 {
-    int node = (int)(t >> 48);
-    if (!cb_node_up(node))
-        return ESRCH;
-    if (cb_app_thread && t == cb_tid)
-        return EDEADLK;
-    cb_waiter_t *w = cb_waiter_new();
-    cb_msg_t m = { .type = M_JOIN, .a = t };
-    cb_call(node, &m, NULL, 0, w);
     void *data = w->data;
     size_t len = w->len;
     int64_t value = w->value;
@@ -318,6 +321,41 @@ int cables_thread_join(cables_thread_t t, void **ret)
     return 0;
 }
 
+int cables_thread_join(cables_thread_t t, void **ret)
+{
+    int node = (int)(t >> 48);
+    if (!cb_node_up(node))
+        return ESRCH;
+    if (cb_app_thread && t == cb_tid)
+        return EDEADLK;
+    cb_waiter_t *w = cb_waiter_new();
+    cb_msg_t m = { .type = M_JOIN, .a = t };
+    cb_call(node, &m, NULL, 0, w);
+    return join_done(w, node, ret);
+}
+
+/* The join is asked for as cables_thread_join asks; at the deadline the
+ * thread's node is asked to answer it with ETIMEDOUT if the thread is
+ * still running (TOP_JOIN_ABORT, after the join: the node has it), and
+ * the answer, whichever it is, is awaited. */
+int cb_thread_join_until(uint64_t t, void **ret, uint64_t deadline_ns)
+{
+    int node = (int)(t >> 48);
+    if (!cb_node_up(node))
+        return ESRCH;
+    if (cb_app_thread && t == cb_tid)
+        return EDEADLK;
+    cb_waiter_t *w = cb_waiter_new();
+    cb_msg_t m = { .type = M_JOIN, .a = t };
+    cb_call_post(node, &m, NULL, 0, w);
+    if (!cb_waiter_wait_until(w, deadline_ns)) {
+        cb_msg_t a = { .type = M_THREAD_OP, .a = t, .b = TOP_JOIN_ABORT, .c = (uintptr_t)w };
+        cb_rpc(node, &a, NULL);
+        cb_waiter_wait(w);
+    }
+    return join_done(w, node, ret);
+}
+
 /* M_DETACH a=tid */
 void cb_on_detach(const cb_msg_t *m)
 {
@@ -326,6 +364,7 @@ void cb_on_detach(const cb_msg_t *m)
     int rc = !t ? ESRCH : t->detached || t->has_joiner ? EINVAL : 0;
     if (!rc) {
         t->detached = true;
+        t->thr->detached = true;
         if (t->done)
             forget(t);
     }
@@ -381,6 +420,178 @@ int cb_thread_cancel(uint64_t t)
     }
     cb_msg_t m = { .type = M_CANCEL, .a = t };
     return (int)cb_rpc(node, &m, NULL);
+}
+
+/* ---- operations on a thread by id (TOP_*, internal.h) ----
+ * Made on the thread's node, on its kernel thread id rather than glibc's
+ * handle (which is gone once a detached thread ended; the thread table
+ * says first whether the thread still runs): the system calls glibc's
+ * pthread_kill, pthread_setname_np... make. */
+static int top_comm(pid_t k, char *name, bool set)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)k);
+    int fd = open(path, set ? O_WRONLY : O_RDONLY);
+    if (fd < 0)
+        return errno == ENOENT ? ESRCH : errno;
+    ssize_t n = set ? write(fd, name, strlen(name)) : read(fd, name, 15);
+    int rc = n < 0 ? errno : 0;
+    close(fd);
+    if (!set && n >= 0) {
+        name[n] = 0;
+        if (n > 0 && name[n - 1] == '\n')
+            name[n - 1] = 0;
+    }
+    return rc;
+}
+
+/* thr: the thread's state (done: it ended, not joined yet) */
+static int top_run(cb_thr_t *thr, bool done, int op, uint64_t c, uint64_t d, const void *in,
+                   size_t inlen, void *out, size_t outlen, int64_t *b2)
+{
+    if (done && op != TOP_KILL)
+        return ESRCH;
+    pid_t k = thr->ktid;
+    struct sched_param sp = { 0 };
+    int rc = 0;
+    switch (op) {
+    case TOP_KILL: /* an ended thread not joined yet: there, no signal (glibc) */
+        if (!done && c && syscall(SYS_tgkill, getpid(), k, (int)c))
+            rc = errno;
+        break;
+    case TOP_SIGQUEUE: {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        si.si_signo = (int)c;
+        si.si_code = SI_QUEUE;
+        si.si_pid = getpid();
+        si.si_uid = getuid();
+        si.si_value.sival_ptr = (void *)(uintptr_t)d;
+        if (syscall(SYS_rt_tgsigqueueinfo, getpid(), k, (int)c, &si))
+            rc = errno;
+        break;
+    }
+    case TOP_SETNAME: {
+        char name[16];
+        if (inlen > sizeof name || !inlen)
+            return ERANGE;
+        memcpy(name, in, inlen);
+        name[inlen - 1] = 0;
+        rc = top_comm(k, name, true);
+        break;
+    }
+    case TOP_GETNAME:
+        if (outlen < 16)
+            return ERANGE;
+        rc = top_comm(k, out, false);
+        break;
+    case TOP_SETAFFINITY:
+        if (sched_setaffinity(k, inlen, in))
+            rc = errno;
+        break;
+    case TOP_GETAFFINITY: {
+        long n = syscall(SYS_sched_getaffinity, k, outlen, out);
+        if (n < 0)
+            rc = errno;
+        else if ((size_t)n < outlen)
+            memset((char *)out + n, 0, outlen - (size_t)n);
+        break;
+    }
+    case TOP_SETSCHED:
+        sp.sched_priority = (int)d;
+        if (sched_setscheduler(k, (int)c, &sp))
+            rc = errno;
+        break;
+    case TOP_GETSCHED: {
+        int pol = sched_getscheduler(k);
+        if (pol < 0 || sched_getparam(k, &sp))
+            return errno;
+        *b2 = (int64_t)(uint32_t)pol | (int64_t)sp.sched_priority << 32;
+        break;
+    }
+    case TOP_SETPRIO:
+        sp.sched_priority = (int)c;
+        if (sched_setparam(k, &sp))
+            rc = errno;
+        break;
+    case TOP_ATTR: {
+        cb_thread_attr_t a = { (uintptr_t)thr->stack, thr->stack_size, atomic_load(&thr->detached) };
+        if (outlen < sizeof a)
+            return EINVAL;
+        memcpy(out, &a, sizeof a);
+        break;
+    }
+    case TOP_KTID:
+        *b2 = k;
+        break;
+    default:
+        rc = EINVAL;
+    }
+    return rc;
+}
+
+/* M_THREAD_OP a=tid b=op c, d; payload: in.  Answer: a=rc, b=b2, payload:
+ * out (TOP_GET* and TOP_ATTR: d is its length) */
+void cb_on_thread_op(const cb_msg_t *m, const void *p, size_t len)
+{
+    th_t *t;
+    HASH_FIND(hh, threads, &m->a, sizeof m->a, t);
+    cb_thr_t *thr = t ? t->thr : m->a == 0 && cb.self == 0 ? main_thr : NULL;
+    int64_t b2 = 0;
+    int rc = ESRCH;
+    if (m->b == TOP_JOIN_ABORT) {
+        if (t && t->has_joiner && !t->done && t->joiner.src == m->src &&
+            t->joiner.waiter == m->c) {
+            cb_msg_t r = { .type = M_REPLY, .a = ETIMEDOUT };
+            cb_reply(&t->joiner, &r, NULL, 0, false);
+            t->has_joiner = false;
+        }
+        rc = 0;
+    } else if (thr) {
+        bool outs = m->b == TOP_GETNAME || m->b == TOP_GETAFFINITY || m->b == TOP_ATTR;
+        size_t outlen = outs ? (size_t)m->d : 0;
+        void *out = outlen ? calloc(1, outlen) : NULL;
+        if (outlen && !out)
+            rc = ENOMEM;
+        else
+            rc = top_run(thr, t && t->done, (int)m->b, m->c, m->d, p, len, out, outlen, &b2);
+        if (out) {
+            cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)rc, .b = (uint64_t)b2 };
+            cb_reply(m, &r, out, rc == 0 ? outlen : 0, false);
+            free(out);
+            return;
+        }
+    }
+    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)rc, .b = (uint64_t)b2 };
+    cb_reply(m, &r, NULL, 0, false);
+}
+
+int cb_thread_op(uint64_t tid, int op, uint64_t c, uint64_t d, const void *in, size_t inlen,
+                 void *out, size_t outlen, int64_t *b2)
+{
+    int64_t second = 0;
+    int rc;
+    if (cb_app_thread && tid == cb_tid && cb_thr) { /* itself: here, no message */
+        rc = top_run(cb_thr, false, op, c, d, in, inlen, out, outlen, &second);
+    } else {
+        int node = (int)(tid >> 48);
+        if (!cb_node_up(node))
+            return ESRCH;
+        cb_waiter_t *w = cb_waiter_new();
+        cb_msg_t m = { .type = M_THREAD_OP, .a = tid, .b = (uint64_t)op, .c = c,
+                       .d = outlen ? outlen : d };
+        cb_call(node, &m, in, inlen, w);
+        rc = (int)w->value;
+        second = w->value2;
+        if (w->data) {
+            memcpy(out, w->data, w->len < outlen ? w->len : outlen);
+            free(w->data);
+        }
+        cb_waiter_free(w);
+    }
+    if (b2)
+        *b2 = second;
+    return rc;
 }
 
 /* ---- the master's key table (pthread keys): a key is its index, never

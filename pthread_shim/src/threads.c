@@ -2,6 +2,8 @@
  * and keys.  Application threads create cluster threads, placed by the
  * master; runtime threads (UCX's, Open MPI's) create libc threads. */
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,169 @@ int pthread_setcancelstate(int state, int *old)
     if (!rc && cb_app_thread && cb_thr)
         cb_thr->cancel_off = state == PTHREAD_CANCEL_DISABLE;
     return rc;
+}
+
+/* ---- other calls on a thread: glibc's for a glibc thread; for a cluster
+ * thread, made on its node on its kernel thread (cb_thread_op) ---- */
+#define CLUSTER(t) ((t) & ~TID_TAG)
+
+int pthread_kill(pthread_t t, int sig)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_kill)(t, sig);
+    if (sig < 0 || sig >= NSIG)
+        return EINVAL;
+    return cb_thread_op(CLUSTER(t), TOP_KILL, (uint64_t)sig, 0, NULL, 0, NULL, 0, NULL);
+}
+
+int pthread_sigqueue(pthread_t t, int sig, const union sigval v)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_sigqueue)(t, sig, v);
+    if (sig <= 0 || sig >= NSIG)
+        return EINVAL;
+    return cb_thread_op(CLUSTER(t), TOP_SIGQUEUE, (uint64_t)sig, (uintptr_t)v.sival_ptr, NULL, 0,
+                        NULL, 0, NULL);
+}
+
+int pthread_setname_np(pthread_t t, const char *name)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_setname_np)(t, name);
+    char copy[16];
+    size_t n = strlen(name);
+    if (n >= sizeof copy)
+        return ERANGE;
+    memcpy(copy, name, n + 1); /* a private copy: it travels in a message */
+    return cb_thread_op(CLUSTER(t), TOP_SETNAME, 0, 0, copy, n + 1, NULL, 0, NULL);
+}
+
+int pthread_getname_np(pthread_t t, char *buf, size_t len)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_getname_np)(t, buf, len);
+    char name[16] = "";
+    int rc = cb_thread_op(CLUSTER(t), TOP_GETNAME, 0, 0, NULL, 0, name, sizeof name, NULL);
+    if (rc)
+        return rc;
+    if (strlen(name) + 1 > len)
+        return ERANGE;
+    memcpy(buf, name, strlen(name) + 1);
+    return 0;
+}
+
+int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_setaffinity_np)(t, size, set);
+    char copy[CPU_ALLOC_SIZE(4096)];
+    if (size > sizeof copy)
+        return EINVAL;
+    memcpy(copy, set, size);
+    return cb_thread_op(CLUSTER(t), TOP_SETAFFINITY, 0, 0, copy, size, NULL, 0, NULL);
+}
+
+int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_getaffinity_np)(t, size, set);
+    char copy[CPU_ALLOC_SIZE(4096)];
+    if (size > sizeof copy || size == 0)
+        return EINVAL;
+    int rc = cb_thread_op(CLUSTER(t), TOP_GETAFFINITY, 0, 0, NULL, 0, copy, size, NULL);
+    if (!rc)
+        memcpy(set, copy, size);
+    return rc;
+}
+
+int pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_setschedparam)(t, policy, p);
+    return cb_thread_op(CLUSTER(t), TOP_SETSCHED, (uint64_t)policy, (uint64_t)p->sched_priority,
+                        NULL, 0, NULL, 0, NULL);
+}
+
+int pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_getschedparam)(t, policy, p);
+    int64_t v = 0;
+    int rc = cb_thread_op(CLUSTER(t), TOP_GETSCHED, 0, 0, NULL, 0, NULL, 0, &v);
+    if (!rc) {
+        *policy = (int)(uint32_t)v;
+        memset(p, 0, sizeof *p);
+        p->sched_priority = (int)(v >> 32);
+    }
+    return rc;
+}
+
+int pthread_setschedprio(pthread_t t, int prio)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_setschedprio)(t, prio);
+    return cb_thread_op(CLUSTER(t), TOP_SETPRIO, (uint64_t)prio, 0, NULL, 0, NULL, 0, NULL);
+}
+
+/* the thread's stack is its stack in the GAS, where its locals are */
+int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_getattr_np)(t, attr);
+    cb_thread_attr_t a;
+    int rc = cb_thread_op(CLUSTER(t), TOP_ATTR, 0, 0, NULL, 0, &a, sizeof a, NULL);
+    if (rc)
+        return rc;
+    if ((rc = pthread_attr_init(attr)))
+        return rc;
+    pthread_attr_setdetachstate(attr, a.detached ? PTHREAD_CREATE_DETACHED
+                                                 : PTHREAD_CREATE_JOINABLE);
+    if (a.stack && a.stack_size)
+        pthread_attr_setstack(attr, (void *)(uintptr_t)a.stack, (size_t)a.stack_size);
+    return 0;
+}
+
+/* a thread's CPU-time clock is its node's: threads of other nodes have none here */
+int pthread_getcpuclockid(pthread_t t, clockid_t *clk)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_getcpuclockid)(t, clk);
+    if ((int)(CLUSTER(t) >> 48) != cb.self)
+        return ENOENT;
+    int64_t k = 0;
+    int rc = cb_thread_op(CLUSTER(t), TOP_KTID, 0, 0, NULL, 0, NULL, 0, &k);
+    if (!rc)
+        *clk = (clockid_t)((~(clockid_t)k) * 8 | 6); /* the kernel's per-thread CPU clock */
+    return rc;
+}
+
+int pthread_tryjoin_np(pthread_t t, void **ret)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_tryjoin_np)(t, ret);
+    int rc = cb_thread_join_until(CLUSTER(t), ret, 0);
+    return rc == ETIMEDOUT ? EBUSY : rc;
+}
+
+int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t c, const struct timespec *abs)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_clockjoin_np)(t, ret, c, abs);
+    if (!abs)
+        return cables_thread_join(CLUSTER(t), ret);
+    if (c != CLOCK_REALTIME && c != CLOCK_MONOTONIC)
+        return EINVAL;
+    int64_t d = shim_deadline(c, abs);
+    if (d < 0)
+        return EINVAL;
+    return cb_thread_join_until(CLUSTER(t), ret, (uint64_t)d);
+}
+
+int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abs)
+{
+    if (!(t & TID_TAG))
+        return REAL(pthread_timedjoin_np)(t, ret, abs);
+    return pthread_clockjoin_np(t, ret, CLOCK_REALTIME, abs);
 }
 
 /* ---- once: a cluster lock on the control word's address guards it ---- */
