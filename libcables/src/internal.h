@@ -112,7 +112,7 @@ enum cb_msg_type {
     M_CLAIM, M_CLAIM_REPLY,
     M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_REVOKE, M_REVOKE_ACK,
-    M_THREAD_OP,
+    M_THREAD_OP, M_SIGACTION,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -397,6 +397,13 @@ void cb_on_threads_idle(const cb_msg_t *m);
 void cb_on_detach(const cb_msg_t *m);
 void cb_on_cancel(const cb_msg_t *m);
 void cb_on_thread_op(const cb_msg_t *m, const void *p, size_t len);
+/* Signal dispositions are the process's, so every node process's (the
+ * shim's sigaction; thread.c): an application thread's, made here, is made
+ * on every other node up (act: a struct sigaction); the master keeps the
+ * last of each signal and gives them to each node attached later (replay). */
+void cb_sig_share(int sig, const void *act);
+void cb_sig_replay(int node);
+void cb_on_sigaction(const cb_msg_t *m, const void *p, size_t len);
 /* Operations on a thread by its id, made on its node on its kernel thread
  * (thread.c; the shim's pthread_kill, pthread_setname_np...): each returns
  * 0 or an error number.  out (outlen bytes) receives what a TOP_GET* gives

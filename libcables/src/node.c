@@ -386,6 +386,7 @@ static void attach_done(int k)
     hello_req[k] = NULL;
     STAT_ADD(nodes_attached, 1);
     STAT_ADD(attach_ns, cb_now_ns() - attach_t0[k]);
+    cb_sig_replay(k); /* after the table, before its threads */
     cb_place_attached(k, true);
 }
 

@@ -133,6 +133,30 @@ INSTANTIATE_TEST_SUITE_P(TwoNodes, Posix, ::testing::ValuesIn(posix_cases()),
                              return std::string(i.param.name) + "_" + i.param.transport;
                          });
 
+// Signal dispositions reach a node attached after they were set: main
+// installs its handlers on the one launched node, then the worker of
+// tests/posix/thread_ops runs on a node attached for it (one thread a
+// node), where main's pthread_kill and pthread_sigqueue run them.
+class AttachedSignals : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(AttachedSignals, HandlersInstalledBeforeTheAttachRunThere)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const std::string rel = "tests/posix/thread_ops";
+    auto want = native_result(rel, {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(1, GetParam(), relinked(rel), {},
+                              { { "CABLES_STATS", "1" }, { "CABLES_THREADS_PER_NODE", "1" } },
+                              { "-m", "2" }, 120);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+    EXPECT_GE(mn::node_stat(res.output, 0, "nodes attached="), 1) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(OnDemand, AttachedSignals, ::testing::Values("shm", "tcp"));
+
 // A block freed on one node and handed out again on another keeps its new
 // owner's writes: the freeing node's diffs of its older writes reach the
 // home before the block is reused (they overwrote the new owner's words

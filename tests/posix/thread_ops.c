@@ -1,7 +1,8 @@
 /* thread_ops: the calls that take a thread besides create, join, detach
  * and cancel, made by main on a worker (on 2 nodes it runs on the other
- * node): pthread_kill (0, and a signal the worker's handler sees),
- * pthread_sigqueue (its value arrives), pthread_setname_np and
+ * node, launched or attached for it): pthread_kill (0, and a signal whose
+ * handler main installed with signal(): the worker runs it), pthread_sigqueue
+ * (to a handler main installed with sigaction: its value arrives), pthread_setname_np and
  * pthread_getname_np (the worker sees its name), pthread_setaffinity_np
  * and pthread_getaffinity_np (the worker runs on the one CPU set),
  * pthread_setschedparam, pthread_getschedparam, pthread_setschedprio
@@ -56,13 +57,6 @@ static void *worker(void *arg)
     (void)arg;
     volatile int here = 1;
     local_addr = (uintptr_t)&here;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sigaction(SIGUSR1, &sa, NULL); /* signal handlers are per node process */
-    sa.sa_sigaction = on_usr2;
-    sa.sa_flags = SA_SIGINFO;
-    sigaction(SIGUSR2, &sa, NULL);
     gate_set(&to_main, 1);
 
     CHECK("w_gate_2", gate_wait(&to_worker, 2));
@@ -92,6 +86,13 @@ static void *quick(void *arg)
 int main(void)
 {
     check_start();
+    /* the process's dispositions, so the worker's too, wherever it runs */
+    CHECK("signal_usr1", signal(SIGUSR1, on_usr1) != SIG_ERR);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_usr2;
+    sa.sa_flags = SA_SIGINFO;
+    CHECK_EQ("sigaction_usr2", sigaction(SIGUSR2, &sa, NULL), 0);
     pthread_t w;
     CHECK_ERR("create", pthread_create(&w, NULL, worker, NULL), 0);
     CHECK("gate_1", gate_wait(&to_main, 1));
