@@ -77,8 +77,8 @@ bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline_ns);
 #define CB_TLS __attribute__((tls_model("initial-exec")))
 typedef struct {
     pthread_t sys;                 /* glibc's thread running it */
-    pid_t ktid;                    /* its kernel thread id */
-    void *stack;                   /* its stack in the GAS (stack.c), and its size */
+    _Atomic pid_t ktid;            /* its kernel thread id, once it runs (stack.c) */
+    void *stack;                   /* its stack in the GAS, and its size (then ktid) */
     size_t stack_size;
     _Atomic bool detached;
     _Atomic int cancel;            /* a cancellation was asked */

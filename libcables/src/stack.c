@@ -130,9 +130,10 @@ void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exi
     if (alt.ss_sp == MAP_FAILED || sigaltstack(&alt, &old))
         cb_die("node %d: cannot set up a signal stack: %s", cb.self, strerror(errno));
     uint8_t *stk = stack_get(size);
-    if (cb_thr) { /* pthread_getattr_np */
+    if (cb_thr) { /* pthread_getattr_np; then operations by id may act (thread.c) */
         cb_thr->stack = stk;
         cb_thr->stack_size = size;
+        atomic_store(&cb_thr->ktid, gettid());
     }
     struct run r = { .fn = fn, .arg = arg }; /* on this thread's private stack */
     ucontext_t uc;

@@ -58,7 +58,6 @@ static void *trampoline(void *a)
     cb_numa_app_thread();
     cb_tid = st.tid;
     cb_thr = st.thr;
-    cb_thr->ktid = gettid();
     cb_app_thread = true;
     cb_acquire(st.vc);
     void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
@@ -210,7 +209,7 @@ void cb_thread_main_start(void)
     cb_tid = 0;
     cb_thr = main_thr = calloc(1, sizeof *cb_thr);
     cb_thr->sys = ((pthread_t (*)(void))cb_libc("pthread_self"))();
-    cb_thr->ktid = gettid();
+    atomic_store(&cb_thr->ktid, gettid()); /* its GAS stack comes later (stack.c) */
     cb_app_thread = true;
 }
 
@@ -451,13 +450,13 @@ static int top_run(cb_thr_t *thr, bool done, int op, uint64_t c, uint64_t d, con
 {
     if (done && op != TOP_KILL)
         return ESRCH;
-    pid_t k = thr->ktid;
+    pid_t k = atomic_load(&thr->ktid);
     struct sched_param sp = { 0 };
     int rc = 0;
     switch (op) {
     case TOP_KILL: /* an ended thread not joined yet: there, no signal (glibc) */
         if (!done && c && syscall(SYS_tgkill, getpid(), k, (int)c))
-            rc = errno;
+            rc = errno == ESRCH ? 0 : errno; /* ending: its exit is on its way */
         break;
     case TOP_SIGQUEUE: {
         siginfo_t si;
@@ -537,6 +536,10 @@ void cb_on_thread_op(const cb_msg_t *m, const void *p, size_t len)
     th_t *t;
     HASH_FIND(hh, threads, &m->a, sizeof m->a, t);
     cb_thr_t *thr = t ? t->thr : m->a == 0 && cb.self == 0 ? main_thr : NULL;
+    if (thr && !(t && t->done) && !atomic_load(&thr->ktid)) {
+        cb_defer(m, p, len); /* created, not running yet: its kernel id comes soon */
+        return;
+    }
     int64_t b2 = 0;
     int rc = ESRCH;
     if (m->b == TOP_JOIN_ABORT) {

@@ -432,7 +432,8 @@ FOPEN(fopen64)
  * and the call made again while it fails with EFAULT (nothing happened). */
 
 /* a zeroed copy of n bytes: local (cap bytes, on the caller's stack) when
- * they fit, else private memory; NULL if there is none */
+ * they fit, else private memory (malloc here is libc's: internal.h); NULL
+ * if there is none */
 static void *copy_of(void *local, size_t cap, size_t n)
 {
     void *c = n <= cap ? local : malloc(n);
@@ -452,7 +453,7 @@ static void copy_done(void *c, void *local)
 /* call(x) stores a T at x (returning -1 on failure): through a copy, then
  * into p */
 #define STORE_T(T, p, call)                                                  \
-    if (!ours(p, sizeof(T)))                                                 \
+    if (!ours(p, sizeof(T))) /* NULL: not ours */                            \
         return call(p);                                                      \
     T b_;                                                                    \
     memset(&b_, 0, sizeof b_);                                               \
@@ -579,23 +580,24 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
     return r;
 }
 
-/* sleeps: the length read, what is left stored */
-#define SLEEP(call)                                                          \
+/* sleeps: the length read; what is left stored where the kernel stores it
+ * (an interrupted relative sleep), else left alone (nanosleep(&t, &t)) */
+#define SLEEP(call, interrupted)                                             \
     if (!req || (!ours(req, sizeof *req) && !(rem && ours(rem, sizeof *rem)))) \
         return call(req, rem);                                               \
     struct timespec q = *req, m = { 0, 0 };                                  \
     int r = call(&q, rem ? &m : NULL);                                       \
-    if (rem)                                                                 \
+    if (rem && (interrupted))                                                \
         *rem = m;                                                            \
     return r;
 
 #define CALL(q, m) LIBC(nanosleep)(q, m)
-int nanosleep(const struct timespec *req, struct timespec *rem) { SLEEP(CALL) }
+int nanosleep(const struct timespec *req, struct timespec *rem) { SLEEP(CALL, r == -1 && errno == EINTR) }
 #undef CALL
 #define CALL(q, m) LIBC(clock_nanosleep)(clk, flags, q, m)
 int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
-    SLEEP(CALL)
+    SLEEP(CALL, r == EINTR && !(flags & TIMER_ABSTIME))
 }
 #undef CALL
 
@@ -655,17 +657,18 @@ int setsockopt(int fd, int level, int name, const void *val, socklen_t len) { LO
 
 int getsockopt(int fd, int level, int name, void *restrict val, socklen_t *restrict len)
 {
-    if (!len || (!ours(len, sizeof *len) && !ours(val, *len)))
+    if (!val || !len || (!ours(len, sizeof *len) && !ours(val, *len)))
         return LIBC(getsockopt)(fd, level, name, val, len);
     socklen_t have = *len, got = have;
     char local[256], *c = copy_of(local, sizeof local, have ? have : 1);
     if (!c)
         return errno = ENOMEM, -1;
+    memcpy(c, val, have); /* some options read their buffer first */
     int r = LIBC(getsockopt)(fd, level, name, c, &got);
-    if (r == 0) {
+    if (r == 0)
         memcpy(val, c, have < got ? have : got);
-        *len = got;
-    }
+    if (r == 0 || got != have)
+        *len = got; /* also the length an ERANGE asks for */
     copy_done(c, local);
     return r;
 }

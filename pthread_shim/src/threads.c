@@ -78,11 +78,17 @@ int pthread_setcancelstate(int state, int *old)
  * thread, made on its node on its kernel thread (cb_thread_op) ---- */
 #define CLUSTER(t) ((t) & ~TID_TAG)
 
+/* glibc's own signals (cancellation, setxid) are not the program's */
+static bool bad_signal(int sig)
+{
+    return sig < 0 || sig >= NSIG || sig == __SIGRTMIN || sig == __SIGRTMIN + 1;
+}
+
 int pthread_kill(pthread_t t, int sig)
 {
     if (!(t & TID_TAG))
         return REAL(pthread_kill)(t, sig);
-    if (sig < 0 || sig >= NSIG)
+    if (bad_signal(sig))
         return EINVAL;
     return cb_thread_op(CLUSTER(t), TOP_KILL, (uint64_t)sig, 0, NULL, 0, NULL, 0, NULL);
 }
@@ -91,7 +97,7 @@ int pthread_sigqueue(pthread_t t, int sig, const union sigval v)
 {
     if (!(t & TID_TAG))
         return REAL(pthread_sigqueue)(t, sig, v);
-    if (sig <= 0 || sig >= NSIG)
+    if (bad_signal(sig))
         return EINVAL;
     return cb_thread_op(CLUSTER(t), TOP_SIGQUEUE, (uint64_t)sig, (uintptr_t)v.sival_ptr, NULL, 0,
                         NULL, 0, NULL);
@@ -113,12 +119,12 @@ int pthread_getname_np(pthread_t t, char *buf, size_t len)
 {
     if (!(t & TID_TAG))
         return REAL(pthread_getname_np)(t, buf, len);
+    if (len < 16) /* glibc: room for any name */
+        return ERANGE;
     char name[16] = "";
     int rc = cb_thread_op(CLUSTER(t), TOP_GETNAME, 0, 0, NULL, 0, name, sizeof name, NULL);
     if (rc)
         return rc;
-    if (strlen(name) + 1 > len)
-        return ERANGE;
     memcpy(buf, name, strlen(name) + 1);
     return 0;
 }

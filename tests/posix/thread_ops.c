@@ -99,6 +99,7 @@ int main(void)
 
     CHECK_ERR("kill_0", pthread_kill(w, 0), 0);
     CHECK_ERR("kill_bad_signal", pthread_kill(w, 100000), EINVAL);
+    CHECK_ERR("kill_glibc_signal", pthread_kill(w, SIGRTMIN - 2), EINVAL); /* cancellation's */
     CHECK_ERR("kill_usr1", pthread_kill(w, SIGUSR1), 0);
     CHECK_ERR("sigqueue", pthread_sigqueue(w, SIGUSR2, (union sigval){ .sival_int = 42 }), 0);
 
