@@ -426,8 +426,10 @@ enum {
 typedef struct { uint64_t stack, stack_size; uint32_t detached; } cb_thread_attr_t;
 int cb_thread_op(uint64_t tid, int op, uint64_t c, uint64_t d, const void *in, size_t inlen,
                  void *out, size_t outlen, int64_t *b2);
-/* a join that gives up at deadline_ns (CLOCK_MONOTONIC; 0: at once):
- * ETIMEDOUT, or 0 if the thread ended (even after the deadline) */
+/* a join that gives up at deadline_ns (CLOCK_MONOTONIC; 0: at once;
+ * UINT64_MAX: never): ETIMEDOUT, or 0 if the thread ended (even after the
+ * deadline); ECANCELED if the joining thread's cancellation stopped it
+ * (the caller acts on it) */
 int cb_thread_join_until(uint64_t t, void **ret, uint64_t deadline_ns);
 void cb_on_lock_req(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len);

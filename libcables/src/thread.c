@@ -333,10 +333,12 @@ int cables_thread_join(cables_thread_t t, void **ret)
     return join_done(w, node, ret);
 }
 
-/* The join is asked for as cables_thread_join asks; at the deadline the
+/* The join is asked for as cables_thread_join asks; at the deadline (or
+ * a cancellation of the joining thread, which the wait acts on) the
  * thread's node is asked to answer it with ETIMEDOUT if the thread is
  * still running (TOP_JOIN_ABORT, after the join: the node has it), and
- * the answer, whichever it is, is awaited. */
+ * the answer, whichever it is, is awaited: a join aborted for a
+ * cancellation is ECANCELED. */
 int cb_thread_join_until(uint64_t t, void **ret, uint64_t deadline_ns)
 {
     int node = (int)(t >> 48);
@@ -347,12 +349,15 @@ int cb_thread_join_until(uint64_t t, void **ret, uint64_t deadline_ns)
     cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_JOIN, .a = t };
     cb_call_post(node, &m, NULL, 0, w);
-    if (!cb_waiter_wait_until(w, deadline_ns)) {
+    bool cancelled = false;
+    if (!cb_waiter_wait_cancellable(w, deadline_ns)) {
+        cancelled = cb_now_ns() < deadline_ns;
         cb_msg_t a = { .type = M_THREAD_OP, .a = t, .b = TOP_JOIN_ABORT, .c = (uintptr_t)w };
         cb_rpc(node, &a, NULL);
         cb_waiter_wait(w);
     }
-    return join_done(w, node, ret);
+    int rc = join_done(w, node, ret);
+    return rc == ETIMEDOUT && cancelled ? ECANCELED : rc;
 }
 
 /* M_DETACH a=tid */

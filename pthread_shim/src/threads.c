@@ -27,11 +27,23 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     return rc == EINVAL ? EAGAIN : rc;
 }
 
+/* joins are cancellation points: a join that a cancellation stopped is
+ * withdrawn (cb_thread_join_until), then the cancellation acts */
+static int join_until(pthread_t t, void **ret, uint64_t deadline_ns)
+{
+    int rc = cb_thread_join_until(t & ~TID_TAG, ret, deadline_ns);
+    if (rc == ECANCELED) {
+        shim_testcancel(); /* unwinds */
+        rc = EINTR;        /* not reached: the wait stops only for an enabled cancellation */
+    }
+    return rc;
+}
+
 int pthread_join(pthread_t t, void **ret)
 {
     if (!(t & TID_TAG))
         return REAL(pthread_join)(t, ret);
-    return cables_thread_join(t & ~TID_TAG, ret);
+    return join_until(t, ret, UINT64_MAX);
 }
 
 int pthread_detach(pthread_t t)
@@ -218,7 +230,7 @@ int pthread_tryjoin_np(pthread_t t, void **ret)
 {
     if (!(t & TID_TAG))
         return REAL(pthread_tryjoin_np)(t, ret);
-    int rc = cb_thread_join_until(CLUSTER(t), ret, 0);
+    int rc = cb_thread_join_until(CLUSTER(t), ret, 0); /* not a cancellation point */
     return rc == ETIMEDOUT ? EBUSY : rc;
 }
 
@@ -227,13 +239,13 @@ int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t c, const struct time
     if (!(t & TID_TAG))
         return REAL(pthread_clockjoin_np)(t, ret, c, abs);
     if (!abs)
-        return cables_thread_join(CLUSTER(t), ret);
+        return join_until(t, ret, UINT64_MAX);
     if (c != CLOCK_REALTIME && c != CLOCK_MONOTONIC)
         return EINVAL;
     int64_t d = shim_deadline(c, abs);
     if (d < 0)
         return EINVAL;
-    return cb_thread_join_until(CLUSTER(t), ret, (uint64_t)d);
+    return join_until(t, ret, (uint64_t)d);
 }
 
 int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abs)

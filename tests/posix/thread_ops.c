@@ -10,7 +10,9 @@
  * holds the worker's locals), pthread_getcpuclockid on itself, and the
  * joins that give up: pthread_tryjoin_np (EBUSY while the worker runs, 0
  * once a second one ended), pthread_timedjoin_np (ETIMEDOUT, then the
- * worker's value once it ends), pthread_clockjoin_np.
+ * worker's value once it ends), pthread_clockjoin_np; and a join is a
+ * cancellation point: a thread cancelled while it joins another ends
+ * PTHREAD_CANCELED, and the other can still be joined.
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -81,6 +83,25 @@ static void *worker(void *arg)
 static void *quick(void *arg)
 {
     return arg;
+}
+
+static struct gate to_blocker = GATE_INITIALIZER, joining = GATE_INITIALIZER;
+static pthread_t blocker;
+
+static void *blocked(void *arg)
+{
+    (void)arg;
+    CHECK("b_gate", gate_wait(&to_blocker, 1));
+    return (void *)(uintptr_t)0xb10c;
+}
+
+static void *joiner(void *arg)
+{
+    (void)arg;
+    gate_set(&joining, 1);
+    pthread_join(blocker, NULL); /* cancelled here */
+    CHECK("j_not_cancelled", 0);
+    return NULL;
 }
 
 int main(void)
@@ -181,5 +202,18 @@ int main(void)
     }
     CHECK_ERR("tryjoin_ended", rc, 0);
     CHECK_EQ("tryjoin_value", (uintptr_t)ret, 77);
+
+    /* a join is a cancellation point; the joined thread stays joinable */
+    pthread_t j;
+    CHECK_ERR("create_blocker", pthread_create(&blocker, NULL, blocked, NULL), 0);
+    CHECK_ERR("create_joiner", pthread_create(&j, NULL, joiner, NULL), 0);
+    CHECK("joining", gate_wait(&joining, 1));
+    usleep(50000); /* most likely inside the join by now (if not, it acts there) */
+    CHECK_ERR("cancel_joiner", pthread_cancel(j), 0);
+    CHECK_ERR("join_joiner", pthread_join(j, &ret), 0);
+    CHECK("joiner_cancelled", ret == PTHREAD_CANCELED);
+    gate_set(&to_blocker, 1);
+    CHECK_ERR("join_blocker", pthread_join(blocker, &ret), 0);
+    CHECK_EQ("blocker_value", (uintptr_t)ret, 0xb10c);
     return check_finish();
 }
