@@ -320,16 +320,28 @@ static int join_done(cb_waiter_t *w, int node, void **ret)
     return 0;
 }
 
-int cables_thread_join(cables_thread_t t, void **ret)
+/* asks node for the join of t, answered to *w (cb_waiter_wait, join_done) */
+static int join_post(uint64_t t, int *node, cb_waiter_t **w)
 {
-    int node = (int)(t >> 48);
-    if (!cb_node_up(node))
+    *node = (int)(t >> 48);
+    if (!cb_node_up(*node))
         return ESRCH;
     if (cb_app_thread && t == cb_tid)
         return EDEADLK;
-    cb_waiter_t *w = cb_waiter_new();
+    *w = cb_waiter_new();
     cb_msg_t m = { .type = M_JOIN, .a = t };
-    cb_call(node, &m, NULL, 0, w);
+    cb_call_post(*node, &m, NULL, 0, *w);
+    return 0;
+}
+
+int cables_thread_join(cables_thread_t t, void **ret)
+{
+    int node;
+    cb_waiter_t *w;
+    int rc = join_post(t, &node, &w);
+    if (rc)
+        return rc;
+    cb_waiter_wait(w);
     return join_done(w, node, ret);
 }
 
@@ -341,14 +353,11 @@ int cables_thread_join(cables_thread_t t, void **ret)
  * cancellation is ECANCELED. */
 int cb_thread_join_until(uint64_t t, void **ret, uint64_t deadline_ns)
 {
-    int node = (int)(t >> 48);
-    if (!cb_node_up(node))
-        return ESRCH;
-    if (cb_app_thread && t == cb_tid)
-        return EDEADLK;
-    cb_waiter_t *w = cb_waiter_new();
-    cb_msg_t m = { .type = M_JOIN, .a = t };
-    cb_call_post(node, &m, NULL, 0, w);
+    int node;
+    cb_waiter_t *w;
+    int rc = join_post(t, &node, &w);
+    if (rc)
+        return rc;
     bool cancelled = false;
     if (!cb_waiter_wait_cancellable(w, deadline_ns)) {
         cancelled = cb_now_ns() < deadline_ns;
@@ -356,7 +365,7 @@ int cb_thread_join_until(uint64_t t, void **ret, uint64_t deadline_ns)
         cb_rpc(node, &a, NULL);
         cb_waiter_wait(w);
     }
-    int rc = join_done(w, node, ret);
+    rc = join_done(w, node, ret);
     return rc == ETIMEDOUT && cancelled ? ECANCELED : rc;
 }
 
