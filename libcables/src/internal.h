@@ -112,7 +112,7 @@ enum cb_msg_type {
     M_CLAIM, M_CLAIM_REPLY,
     M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_REVOKE, M_REVOKE_ACK,
-    M_THREAD_OP, M_SIGACTION,
+    M_THREAD_OP, M_SIGACTION, M_RSYS,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -397,6 +397,30 @@ void cb_on_threads_idle(const cb_msg_t *m);
 void cb_on_detach(const cb_msg_t *m);
 void cb_on_cancel(const cb_msg_t *m);
 void cb_on_thread_op(const cb_msg_t *m, const void *p, size_t len);
+
+/* ---- remote system calls (rsys.c) ----
+ * A call made at the master for an application thread of another node:
+ * op is a system call number, or an operation of the shim's (op >=
+ * CB_RSYS_LIB, made by cb_rsys_lib).  arg[buf[i].arg] points to buf[i].len
+ * bytes of the caller's: RSYS_IN ones are sent, RSYS_OUT ones written back
+ * (all of them; RSYS_UPTO_RES: as many as the result times the unit in
+ * the flags' upper 16 bits (0: bytes), if not -1; RSYS_STRING: up to a
+ * NUL), and buf[i].len is then what came back. */
+enum { RSYS_IN = 1, RSYS_OUT = 2, RSYS_UPTO_RES = 4, RSYS_STRING = 8 };
+#define RSYS_UNIT(n) ((uint32_t)(n) << 16)
+#define CB_RSYS_BUFS 4
+#define CB_RSYS_LIB 0x10000
+typedef struct {
+    int64_t op;
+    int64_t arg[6];
+    uint32_t nbuf, pad_;
+    struct { uint32_t arg, flags; uint64_t len; } buf[CB_RSYS_BUFS];
+} cb_rsys_t;
+/* make the call at the master: its result, or -1 with errno set */
+long cb_rsys(cb_rsys_t *r);
+/* the shim's operations, made at the master (set by the shim) */
+extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
+void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);
 /* Signal dispositions are the process's, so every node process's (the
  * shim's sigaction; thread.c): an application thread's, made here, is made
  * on every other node up (act: a struct sigaction); the master keeps the

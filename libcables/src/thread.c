@@ -444,12 +444,14 @@ static int top_comm(pid_t k, char *name, bool set)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)k);
-    int fd = open(path, set ? O_WRONLY : O_RDONLY);
+    /* raw calls: on an application thread of another node the shim's open,
+     * read and write are made at the master (rsys.c) */
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, (set ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? ESRCH : errno;
-    ssize_t n = set ? write(fd, name, strlen(name)) : read(fd, name, 15);
+    ssize_t n = set ? syscall(SYS_write, fd, name, strlen(name)) : syscall(SYS_read, fd, name, 15);
     int rc = n < 0 ? errno : 0;
-    close(fd);
+    syscall(SYS_close, fd);
     if (!set && n >= 0) {
         name[n] = 0;
         if (n > 0 && name[n - 1] == '\n')

@@ -32,9 +32,11 @@
  * fflush(NULL) and the flush of every stream at exit; a transfer that
  * comes back short because a page was invalidated mid-call is not redone
  * (it is a legal short count).  A buffer in unallocated shared memory is a
- * segmentation fault (as its first access would be), not EFAULT.  File
- * descriptors are per node process: a descriptor (or a FILE) opened by a
- * thread on one node means nothing on another. */
+ * segmentation fault (as its first access would be), not EFAULT.
+ *
+ * On another node than the master, an application thread's calls on
+ * descriptors and streams are made at the master (remote.c): each wrapper
+ * here asks shim_remote_fd or shim_remote_file first. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -49,6 +51,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/times.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
@@ -57,6 +60,7 @@
 #include "shim.h"
 
 #define TRIES 4
+#define P(x) ((int64_t)(uintptr_t)(x))
 
 /* ---- the shared ranges and the touch ---- */
 
@@ -176,6 +180,8 @@ ssize_t read(int fd, void *buf, size_t n)
 {
     if (!libc_read)
         io_init();
+    if (shim_remote_fd(fd))
+        return shim_rs_read(fd, buf, n);
     if (!ours(buf, n))
         return libc_read(fd, buf, n);
     return RETRY(present(buf, n, true), libc_read(fd, buf, n));
@@ -185,6 +191,8 @@ ssize_t write(int fd, const void *buf, size_t n)
 {
     if (!libc_write)
         io_init();
+    if (shim_remote_fd(fd))
+        return shim_rs_write(fd, buf, n);
     if (!ours(buf, n))
         return libc_write(fd, buf, n);
     return RETRY(present(buf, n, false), libc_write(fd, buf, n));
@@ -193,6 +201,9 @@ ssize_t write(int fd, const void *buf, size_t n)
 #define POS_IO(name, ptr, off_t_, write)                                     \
     ssize_t name(int fd, ptr buf, size_t n, off_t_ off)                      \
     {                                                                        \
+        if (shim_remote_fd(fd))                                              \
+            return write ? shim_rs_pread(fd, (void *)buf, n, off)            \
+                         : shim_rs_pwrite(fd, buf, n, off);                  \
         if (!ours(buf, n))                                                   \
             return LIBC(name)(fd, buf, n, off);                              \
         return RETRY(present(buf, n, write), LIBC(name)(fd, buf, n, off));   \
@@ -204,6 +215,8 @@ POS_IO(pwrite64, const void *, off64_t, false)
 
 ssize_t readv(int fd, const struct iovec *v, int n)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_readv(fd, v, n, -1);
     if (!iov_ours(v, n))
         return LIBC(readv)(fd, v, n);
     return RETRY(iov_present(v, n, true), LIBC(readv)(fd, v, n));
@@ -211,6 +224,8 @@ ssize_t readv(int fd, const struct iovec *v, int n)
 
 ssize_t writev(int fd, const struct iovec *v, int n)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_writev(fd, v, n, -1);
     if (!iov_ours(v, n))
         return LIBC(writev)(fd, v, n);
     return RETRY(iov_present(v, n, false), LIBC(writev)(fd, v, n));
@@ -219,6 +234,9 @@ ssize_t writev(int fd, const struct iovec *v, int n)
 #define POS_IOV(name, off_t_, write)                                          \
     ssize_t name(int fd, const struct iovec *v, int n, off_t_ off)           \
     {                                                                        \
+        if (shim_remote_fd(fd))                                              \
+            return write ? (off < 0 ? (errno = EINVAL, -1) : shim_rs_readv(fd, v, n, off)) \
+                         : (off < 0 ? (errno = EINVAL, -1) : shim_rs_writev(fd, v, n, off)); \
         if (!iov_ours(v, n))                                                 \
             return LIBC(name)(fd, v, n, off);                                \
         return RETRY(iov_present(v, n, write), LIBC(name)(fd, v, n, off));   \
@@ -238,6 +256,8 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
+    if (shim_remote_fd(fd) && n <= buflen)
+        return shim_rs_read(fd, buf, n);
     if (!ours(buf, n))
         return LIBC(__read_chk)(fd, buf, n, buflen);
     return RETRY(present(buf, n, true), LIBC(__read_chk)(fd, buf, n, buflen));
@@ -245,6 +265,8 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
+    if (shim_remote_fd(fd) && n <= buflen)
+        return shim_rs_pread(fd, buf, n, off);
     if (!ours(buf, n))
         return LIBC(__pread_chk)(fd, buf, n, off, buflen);
     return RETRY(present(buf, n, true), LIBC(__pread_chk)(fd, buf, n, off, buflen));
@@ -252,6 +274,8 @@ ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 {
+    if (shim_remote_fd(fd) && n <= buflen)
+        return shim_rs_pread(fd, buf, n, off);
     if (!ours(buf, n))
         return LIBC(__pread64_chk)(fd, buf, n, off, buflen);
     return RETRY(present(buf, n, true), LIBC(__pread64_chk)(fd, buf, n, off, buflen));
@@ -261,6 +285,8 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 
 ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_recv(fd, buf, n, flags);
     if (!ours(buf, n))
         return LIBC(recv)(fd, buf, n, flags);
     return RETRY(present(buf, n, true), LIBC(recv)(fd, buf, n, flags));
@@ -268,6 +294,8 @@ ssize_t recv(int fd, void *buf, size_t n, int flags)
 
 ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
+    if (shim_remote_fd(fd) && n <= buflen)
+        return shim_rs_recv(fd, buf, n, flags);
     if (!ours(buf, n))
         return LIBC(__recv_chk)(fd, buf, n, buflen, flags);
     return RETRY(present(buf, n, true), LIBC(__recv_chk)(fd, buf, n, buflen, flags));
@@ -275,6 +303,8 @@ ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 
 ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_send(fd, buf, n, flags);
     if (!ours(buf, n))
         return LIBC(send)(fd, buf, n, flags);
     return RETRY(present(buf, n, false), LIBC(send)(fd, buf, n, flags));
@@ -297,6 +327,8 @@ static void from_present(void *buf, size_t n, void *from, socklen_t *len)
 ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags, struct sockaddr *restrict from,
                  socklen_t *restrict len)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_recvfrom(fd, buf, n, flags, from, len);
     if (!from_ours(buf, n, from, len))
         return LIBC(recvfrom)(fd, buf, n, flags, from, len);
     return RETRY(from_present(buf, n, from, len), LIBC(recvfrom)(fd, buf, n, flags, from, len));
@@ -305,6 +337,8 @@ ssize_t recvfrom(int fd, void *restrict buf, size_t n, int flags, struct sockadd
 ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
                        struct sockaddr *from, socklen_t *len)
 {
+    if (shim_remote_fd(fd) && n <= buflen)
+        return shim_rs_recvfrom(fd, buf, n, flags, from, len);
     if (!from_ours(buf, n, from, len))
         return LIBC(__recvfrom_chk)(fd, buf, n, buflen, flags, from, len);
     return RETRY(from_present(buf, n, from, len),
@@ -314,6 +348,8 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
                socklen_t len)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_sendto(fd, buf, n, flags, to, len);
     if (!ours(buf, n) && !ours(to, to ? len : 0))
         return LIBC(sendto)(fd, buf, n, flags, to, len);
     return RETRY((present(buf, n, false), present(to, to ? len : 0, false)),
@@ -322,6 +358,8 @@ ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockad
 
 ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
+    if (shim_remote_fd(fd) && m)
+        return shim_rs_recvmsg(fd, m, flags);
     if (!m || !msg_ours(m))
         return LIBC(recvmsg)(fd, m, flags);
     return RETRY(msg_present(m, true), LIBC(recvmsg)(fd, m, flags));
@@ -329,6 +367,8 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 
 ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
+    if (shim_remote_fd(fd) && m)
+        return shim_rs_sendmsg(fd, m, flags);
     if (!m || !msg_ours(m))
         return LIBC(sendmsg)(fd, m, flags);
     return RETRY(msg_present(m, false), LIBC(sendmsg)(fd, m, flags));
@@ -358,6 +398,8 @@ static bool open_has_mode(int flags)
             mode = va_arg(ap, mode_t);                                       \
             va_end(ap);                                                      \
         }                                                                    \
+        if (shim_remote_fd(-1))                                              \
+            return shim_rs_openat(AT_FDCWD, path, flags, mode);              \
         if (!path_ours(path))                                                \
             return LIBC(name)(path, flags, mode);                            \
         return RETRY(PATH(path), LIBC(name)(path, flags, mode));             \
@@ -375,6 +417,8 @@ OPEN(open64)
             mode = va_arg(ap, mode_t);                                       \
             va_end(ap);                                                      \
         }                                                                    \
+        if (shim_remote_fd(dir == AT_FDCWD ? -1 : dir))                      \
+            return shim_rs_openat(dir, path, flags, mode);                   \
         if (!path_ours(path))                                                \
             return LIBC(name)(dir, path, flags, mode);                       \
         return RETRY(PATH(path), LIBC(name)(dir, path, flags, mode));        \
@@ -384,6 +428,8 @@ OPENAT(openat64)
 
 int creat(const char *path, mode_t mode)
 {
+    if (shim_remote_fd(-1))
+        return shim_rs_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
     if (!path_ours(path))
         return LIBC(creat)(path, mode);
     return RETRY(PATH(path), LIBC(creat)(path, mode));
@@ -407,6 +453,8 @@ int remove(const char *path)
 #define FOPEN(name)                                                          \
     FILE *name(const char *path, const char *mode)                           \
     {                                                                        \
+        if (shim_remote_fd(-1))                                              \
+            return shim_rs_fopen(path, mode);                                \
         if (!path_ours(path))                                                \
             return LIBC(name)(path, mode);                                   \
         FILE *f = NULL;                                                      \
@@ -488,26 +536,42 @@ int lstat64(const char *restrict path, struct stat64 *restrict st) { STORE_T_PAT
 #define CALL(x) LIBC(fstatat)(dir, path, x, flags)
 int fstatat(int dir, const char *restrict path, struct stat *restrict st, int flags)
 {
+    if (dir != AT_FDCWD && shim_remote_fd(dir))
+        return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 2, sizeof *st);
     STORE_T_PATH(struct stat, st, path, CALL)
 }
 #undef CALL
 #define CALL(x) LIBC(fstatat64)(dir, path, x, flags)
 int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, int flags)
 {
+    if (dir != AT_FDCWD && shim_remote_fd(dir))
+        return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 2, sizeof *st);
     STORE_T_PATH(struct stat64, st, path, CALL)
 }
 #undef CALL
 #define CALL(x) LIBC(statx)(dir, path, flags, mask, x)
 int statx(int dir, const char *restrict path, int flags, unsigned mask, struct statx *restrict st)
 {
+    if (dir != AT_FDCWD && shim_remote_fd(dir))
+        return (int)shim_rs_store(SYS_statx, dir, P(path), flags, mask, 4, sizeof *st);
     STORE_T_PATH(struct statx, st, path, CALL)
 }
 #undef CALL
 #define CALL(x) LIBC(fstat)(fd, x)
-int fstat(int fd, struct stat *st) { STORE_T(struct stat, st, CALL) }
+int fstat(int fd, struct stat *st)
+{
+    if (shim_remote_fd(fd))
+        return (int)shim_rs_store(SYS_fstat, fd, P(st), 0, 0, 1, sizeof *st);
+    STORE_T(struct stat, st, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(fstat64)(fd, x)
-int fstat64(int fd, struct stat64 *st) { STORE_T(struct stat64, st, CALL) }
+int fstat64(int fd, struct stat64 *st)
+{
+    if (shim_remote_fd(fd))
+        return (int)shim_rs_store(SYS_fstat, fd, P(st), 0, 0, 1, sizeof *st);
+    STORE_T(struct stat64, st, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(uname)(x)
 int uname(struct utsname *u) { STORE_T(struct utsname, u, CALL) }
@@ -520,13 +584,28 @@ clock_t times(struct tms *t) { STORE_T(struct tms, t, CALL) }
 #undef CALL
 typedef int fd_pair[2];
 #define CALL(x) LIBC(pipe)((int *)(x))
-int pipe(int fds[2]) { STORE_T(fd_pair, fds, CALL) }
+int pipe(int fds[2])
+{
+    if (shim_remote_fd(-1))
+        return shim_rs_pair(SYS_pipe2, 0, 0, 0, 0, fds);
+    STORE_T(fd_pair, fds, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(pipe2)((int *)(x), flags)
-int pipe2(int fds[2], int flags) { STORE_T(fd_pair, fds, CALL) }
+int pipe2(int fds[2], int flags)
+{
+    if (shim_remote_fd(-1))
+        return shim_rs_pair(SYS_pipe2, 0, flags, 0, 0, fds);
+    STORE_T(fd_pair, fds, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(socketpair)(domain, type, proto, (int *)(x))
-int socketpair(int domain, int type, int proto, int sv[2]) { STORE_T(fd_pair, sv, CALL) }
+int socketpair(int domain, int type, int proto, int sv[2])
+{
+    if (shim_remote_fd(-1))
+        return shim_rs_pair(SYS_socketpair, domain, type, proto, 3, sv);
+    STORE_T(fd_pair, sv, CALL)
+}
 #undef CALL
 
 ssize_t readlink(const char *restrict path, char *restrict buf, size_t n)
@@ -618,19 +697,36 @@ int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct
     return r;
 
 #define CALL(a, l) LIBC(accept)(fd, a, l)
-int accept(int fd, struct sockaddr *restrict addr, socklen_t *restrict len) { ADDR_OUT(CALL) }
+int accept(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
+{
+    if (shim_remote_fd(fd))
+        return shim_rs_addr(SYS_accept4, fd, addr, len, 0);
+    ADDR_OUT(CALL)
+}
 #undef CALL
 #define CALL(a, l) LIBC(accept4)(fd, a, l, flags)
 int accept4(int fd, struct sockaddr *restrict addr, socklen_t *restrict len, int flags)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_addr(SYS_accept4, fd, addr, len, flags);
     ADDR_OUT(CALL)
 }
 #undef CALL
 #define CALL(a, l) LIBC(getsockname)(fd, a, l)
-int getsockname(int fd, struct sockaddr *restrict addr, socklen_t *restrict len) { ADDR_OUT(CALL) }
+int getsockname(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
+{
+    if (shim_remote_fd(fd))
+        return shim_rs_addr(SYS_getsockname, fd, addr, len, 0);
+    ADDR_OUT(CALL)
+}
 #undef CALL
 #define CALL(a, l) LIBC(getpeername)(fd, a, l)
-int getpeername(int fd, struct sockaddr *restrict addr, socklen_t *restrict len) { ADDR_OUT(CALL) }
+int getpeername(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
+{
+    if (shim_remote_fd(fd))
+        return shim_rs_addr(SYS_getpeername, fd, addr, len, 0);
+    ADDR_OUT(CALL)
+}
 #undef CALL
 
 /* n bytes at p that the kernel only reads: a copy */
@@ -646,17 +742,34 @@ int getpeername(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
     return r;
 
 #define CALL(x) LIBC(bind)(fd, x, len)
-int bind(int fd, const struct sockaddr *addr, socklen_t len) { LOAD_N(addr, len, CALL) }
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    if (shim_remote_fd(fd))
+        return shim_rs_load(SYS_bind, fd, P(addr), len, 0, 0, 1, len);
+    LOAD_N(addr, len, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(connect)(fd, x, len)
-int connect(int fd, const struct sockaddr *addr, socklen_t len) { LOAD_N(addr, len, CALL) }
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    if (shim_remote_fd(fd))
+        return shim_rs_load(SYS_connect, fd, P(addr), len, 0, 0, 1, len);
+    LOAD_N(addr, len, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(setsockopt)(fd, level, name, x, len)
-int setsockopt(int fd, int level, int name, const void *val, socklen_t len) { LOAD_N(val, len, CALL) }
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    if (shim_remote_fd(fd))
+        return shim_rs_load(SYS_setsockopt, fd, level, name, P(val), len, 3, len);
+    LOAD_N(val, len, CALL)
+}
 #undef CALL
 
 int getsockopt(int fd, int level, int name, void *restrict val, socklen_t *restrict len)
 {
+    if (shim_remote_fd(fd))
+        return shim_rs_getsockopt(fd, level, name, val, len);
     if (!val || !len || (!ours(len, sizeof *len) && !ours(val, *len)))
         return LIBC(getsockopt)(fd, level, name, val, len);
     socklen_t have = *len, got = have;
@@ -688,6 +801,10 @@ int getsockopt(int fd, int level, int name, void *restrict val, socklen_t *restr
 
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
+    if (shim_remote_fd(-1)) {
+        struct timespec t = { timeout / 1000, (long)(timeout % 1000) * 1000000 };
+        return shim_rs_poll(fds, n, timeout < 0 ? NULL : &t);
+    }
     if (!ours(fds, n * sizeof *fds))
         return LIBC(poll)(fds, n, timeout);
     POLL(LIBC(poll)(c, n, timeout))
@@ -695,6 +812,8 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
+    if (shim_remote_fd(-1))
+        return shim_rs_poll(fds, n, ts); /* the mask: see pthread_shim/README.md */
     if (!ours(fds, n * sizeof *fds) && !(ts && ours(ts, sizeof *ts)) &&
         !(mask && ours(mask, sizeof *mask)))
         return LIBC(ppoll)(fds, n, ts, mask);
@@ -755,6 +874,8 @@ static void sets_out(size_t s, fd_set *const set[3], fd_set *const copy[3])
 int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
            struct timeval *restrict tv)
 {
+    if (shim_remote_fd(-1))
+        return shim_rs_select(n, r, w, e, tv, NULL);
     struct timeval t = { 0, 0 };
     bool tv_ours = tv && ours(tv, sizeof *tv);
     if (tv_ours)
@@ -770,6 +891,8 @@ int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
 int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
             const struct timespec *restrict ts, const sigset_t *restrict mask)
 {
+    if (shim_remote_fd(-1))
+        return shim_rs_select(n, r, w, e, NULL, ts);
     struct timespec t = { 0, 0 };
     sigset_t m;
     bool ts_ours = ts && ours(ts, sizeof *ts), mask_ours = mask && ours(mask, sizeof *mask);
@@ -785,6 +908,8 @@ int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
 
 int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
+    if (shim_remote_fd(ep))
+        return shim_rs_epoll_ctl(ep, op, fd, ev);
     if (!ev || !ours(ev, sizeof *ev))
         return LIBC(epoll_ctl)(ep, op, fd, ev);
     struct epoll_event c = *ev;
@@ -805,6 +930,8 @@ int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 
 int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
 {
+    if (shim_remote_fd(ep))
+        return shim_rs_epoll_wait(ep, evs, max, timeout);
     if (max <= 0 || !ours(evs, (size_t)max * sizeof *evs))
         return LIBC(epoll_wait)(ep, evs, max, timeout);
     EPOLL(LIBC(epoll_wait)(ep, c, max, timeout))
@@ -812,6 +939,8 @@ int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
 
 int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
 {
+    if (shim_remote_fd(ep))
+        return shim_rs_epoll_wait(ep, evs, max, timeout);
     bool mask_ours = mask && ours(mask, sizeof *mask);
     if (max <= 0 || (!ours(evs, (size_t)max * sizeof *evs) && !mask_ours))
         return LIBC(epoll_pwait)(ep, evs, max, timeout, mask);
@@ -851,6 +980,8 @@ static void file_out(FILE *f)
 
 size_t fread(void *restrict p, size_t size, size_t n, FILE *restrict f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fread(p, size, n, f);
     file_in(f);
     if (size && n <= SIZE_MAX / size && ours(p, size * n))
         present(p, size * n, true); /* large reads go straight into p */
@@ -859,6 +990,8 @@ size_t fread(void *restrict p, size_t size, size_t n, FILE *restrict f)
 
 size_t fwrite(const void *restrict p, size_t size, size_t n, FILE *restrict f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fwrite(p, size, n, f);
     file_out(f);
     if (size && n <= SIZE_MAX / size && ours(p, size * n))
         present(p, size * n, false); /* large writes go straight from p */
@@ -867,6 +1000,8 @@ size_t fwrite(const void *restrict p, size_t size, size_t n, FILE *restrict f)
 
 char *fgets(char *restrict s, int n, FILE *restrict f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fgets(s, n, f);
     file_in(f);
     return LIBC(fgets)(s, n, f);
 }
@@ -875,6 +1010,8 @@ char *fgets(char *restrict s, int n, FILE *restrict f)
 #define GETC(name)                                                           \
     int name(FILE *f)                                                        \
     {                                                                        \
+        if (shim_remote_file(f))                                             \
+            return shim_rs_fgetc(f);                                         \
         if (f->_IO_read_ptr >= f->_IO_read_end)                              \
             file_in(f);                                                      \
         return LIBC(name)(f);                                                \
@@ -885,6 +1022,8 @@ GETC(_IO_getc)
 
 int getchar(void)
 {
+    if (shim_remote_file(stdin))
+        return shim_rs_fgetc(stdin);
     if (stdin->_IO_read_ptr >= stdin->_IO_read_end)
         file_in(stdin);
     return LIBC(getchar)();
@@ -893,6 +1032,8 @@ int getchar(void)
 #define PUTC(name)                                                           \
     int name(int c, FILE *f)                                                 \
     {                                                                        \
+        if (shim_remote_file(f))                                             \
+            return shim_rs_fputc(c, f);                                      \
         file_out(f);                                                         \
         return LIBC(name)(c, f);                                             \
     }
@@ -902,18 +1043,24 @@ PUTC(_IO_putc)
 
 int fputs(const char *restrict s, FILE *restrict f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fputs(s, f);
     file_out(f);
     return LIBC(fputs)(s, f);
 }
 
 ssize_t getline(char **restrict line, size_t *restrict n, FILE *restrict f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_getdelim(line, n, '\n', f);
     file_in(f);
     return LIBC(getline)(line, n, f);
 }
 
 ssize_t getdelim(char **restrict line, size_t *restrict n, int delim, FILE *restrict f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_getdelim(line, n, delim, f);
     file_in(f);
     return LIBC(getdelim)(line, n, delim, f);
 }
@@ -921,18 +1068,25 @@ ssize_t getdelim(char **restrict line, size_t *restrict n, int delim, FILE *rest
 ssize_t __getdelim(char **restrict line, size_t *restrict n, int delim, FILE *restrict f);
 ssize_t __getdelim(char **restrict line, size_t *restrict n, int delim, FILE *restrict f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_getdelim(line, n, delim, f);
     file_in(f);
     return LIBC(__getdelim)(line, n, delim, f);
 }
 
 int fflush(FILE *f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fflush(f);
     file_out(f); /* not fflush(NULL): libc's list of streams is its own */
     return LIBC(fflush)(f);
 }
 
 int fclose(FILE *f)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fclose(f);
+    shim_rs_forget(f);
     file_out(f);
     return LIBC(fclose)(f);
 }
@@ -940,6 +1094,8 @@ int fclose(FILE *f)
 /* a seek flushes, and may read the block it lands in */
 int fseek(FILE *f, long off, int whence)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fseek(f, off, whence);
     file_out(f);
     file_in(f);
     return LIBC(fseek)(f, off, whence);
@@ -947,6 +1103,8 @@ int fseek(FILE *f, long off, int whence)
 
 int fseeko(FILE *f, off_t off, int whence)
 {
+    if (shim_remote_file(f))
+        return shim_rs_fseek(f, off, whence);
     file_out(f);
     file_in(f);
     return LIBC(fseeko)(f, off, whence);
@@ -954,6 +1112,13 @@ int fseeko(FILE *f, off_t off, int whence)
 
 void rewind(FILE *f)
 {
+    if (shim_remote_file(f)) {
+        int e = errno;
+        if (shim_rs_fseek(f, 0, SEEK_SET) == 0)
+            clearerr(f);
+        errno = e;
+        return;
+    }
     file_out(f);
     file_in(f);
     LIBC(rewind)(f);
@@ -961,6 +1126,8 @@ void rewind(FILE *f)
 
 int vfprintf(FILE *restrict f, const char *restrict fmt, va_list ap)
 {
+    if (shim_remote_file(f))
+        return shim_rs_vfprintf(f, fmt, ap);
     file_out(f);
     return LIBC(vfprintf)(f, fmt, ap);
 }
@@ -978,6 +1145,8 @@ int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap);
 int __fprintf_chk(FILE *f, int flag, const char *fmt, ...);
 int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
 {
+    if (shim_remote_file(f))
+        return shim_rs_vfprintf(f, fmt, ap);
     file_out(f);
     return LIBC(__vfprintf_chk)(f, flag, fmt, ap);
 }
@@ -1007,6 +1176,8 @@ int gnu_vfscanf(FILE *restrict f, const char *restrict fmt, va_list ap)
     static vfscanf_fn real;
     if (!real)
         real = (vfscanf_fn)cb_libc("vfscanf");
+    if (shim_remote_file(f))
+        return shim_rs_vfscanf(f, fmt, ap, real);
     file_in(f);
     return real(f, fmt, ap);
 }
@@ -1016,6 +1187,8 @@ int __isoc99_vfscanf(FILE *restrict f, const char *restrict fmt, va_list ap)
     static vfscanf_fn real;
     if (!real)
         real = (vfscanf_fn)cb_libc("__isoc99_vfscanf");
+    if (shim_remote_file(f))
+        return shim_rs_vfscanf(f, fmt, ap, real);
     file_in(f);
     return real(f, fmt, ap);
 }

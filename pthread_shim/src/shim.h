@@ -33,6 +33,67 @@ static inline bool shared_obj(const volatile void *p)
  * the time is invalid (EINVAL). */
 int64_t shim_deadline(clockid_t c, const struct timespec *abs);
 
+/* remote.c: a call on descriptor fd that this thread makes at the master
+ * (libcables/src/rsys.c): an application thread of another node, on any
+ * descriptor but its node's standard output and error (-1: a call that
+ * makes one) */
+static inline bool shim_remote_fd(int fd)
+{
+    return cb_app_thread && cb.self != 0 && fd != 1 && fd != 2;
+}
+#include <stdarg.h>
+#include <stdio.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+/* a stream of the master's (every stream of another node's application
+ * thread but its stdout, stderr and streams in memory) */
+bool shim_remote_file(FILE *f);
+/* the calls made at the master (remote.c); off < 0: not positioned */
+ssize_t shim_rs_read(int fd, void *buf, size_t n);
+ssize_t shim_rs_write(int fd, const void *buf, size_t n);
+ssize_t shim_rs_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t shim_rs_pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, off_t off);
+ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, off_t off);
+ssize_t shim_rs_recv(int fd, void *buf, size_t n, int flags);
+ssize_t shim_rs_send(int fd, const void *buf, size_t n, int flags);
+ssize_t shim_rs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
+                         socklen_t *len);
+ssize_t shim_rs_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
+                       socklen_t len);
+ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags);
+ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags);
+int shim_rs_openat(int dir, const char *path, int flags, mode_t mode);
+long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int a, size_t n);
+int shim_rs_addr(long nr, int fd, struct sockaddr *addr, socklen_t *len, int flags);
+int shim_rs_load(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
+                 size_t n);
+int shim_rs_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+int shim_rs_pair(long nr, int64_t a0, int64_t a1, int64_t a2, int fds_arg, int fds[2]);
+int shim_rs_poll(struct pollfd *fds, nfds_t n, const struct timespec *ts);
+int shim_rs_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv,
+                   const struct timespec *ts);
+int shim_rs_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev);
+int shim_rs_epoll_wait(int ep, struct epoll_event *evs, int max, int timeout);
+FILE *shim_rs_fopen(const char *path, const char *mode);
+int shim_rs_fclose(FILE *f);
+void shim_rs_forget(FILE *f); /* a stream of this node's closed */
+int shim_rs_fflush(FILE *f);
+int shim_rs_fgetc(FILE *f);
+int shim_rs_fputc(int c, FILE *f);
+int shim_rs_fputs(const char *s, FILE *f);
+int shim_rs_fseek(FILE *f, off_t off, int whence);
+size_t shim_rs_fwrite(const void *p, size_t size, size_t n, FILE *f);
+size_t shim_rs_fread(void *p, size_t size, size_t n, FILE *f);
+char *shim_rs_fgets(char *s, int n, FILE *f);
+ssize_t shim_rs_getdelim(char **line, size_t *cap, int delim, FILE *f);
+int shim_rs_vfprintf(FILE *f, const char *fmt, va_list ap);
+int shim_rs_vfscanf(FILE *f, const char *fmt, va_list ap,
+                    int (*scan)(FILE *, const char *, va_list));
+
 /* sync.c: a cancellation the runtime saw in a wait: act on it (glibc's
  * cancellation state is set; this unwinds when it is enabled) */
 void shim_testcancel(void);

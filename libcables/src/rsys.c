@@ -1,0 +1,230 @@
+/* rsys.c: remote system calls.  The master's descriptor table is the
+ * program's, as a process has one: an application thread on another node
+ * makes its calls on descriptors (and on the stdio streams above them, the
+ * shim's io.c decides which) at the master.  The call goes by message
+ * (M_RSYS) with the bytes the call reads; a proxy thread at the master makes
+ * it with those bytes in private buffers and answers with its result, its
+ * errno and the bytes it stored.  So a file opened by main is written by a
+ * thread on any node, with the one file offset, the one stdio buffer and
+ * the one lock of the stream; a socket accepted anywhere is served
+ * anywhere.
+ *
+ * The proxies are a pool: a call takes one for as long as it runs, so a
+ * call that blocks (a read of a pipe, an accept) holds one as it would hold
+ * its own thread, and the calls of other threads go on.  A proxy is started
+ * when a call finds none idle; it then waits for the next call (at most
+ * PROXY_MAX are started; beyond them, calls queue).  Proxies block every
+ * signal: a signal for the process is not theirs to take. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define PROXY_MAX 256
+
+long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
+
+/* ---- the caller's side ---- */
+
+long cb_rsys(cb_rsys_t *r)
+{
+    size_t inlen = sizeof *r;
+    for (uint32_t i = 0; i < r->nbuf; i++)
+        if (r->buf[i].flags & RSYS_IN)
+            inlen += r->buf[i].len;
+    uint8_t *req = malloc(inlen);
+    if (!req)
+        return errno = ENOMEM, -1;
+    memcpy(req, r, sizeof *r);
+    size_t at = sizeof *r;
+    for (uint32_t i = 0; i < r->nbuf; i++)
+        if (r->buf[i].flags & RSYS_IN) { /* the program's memory: loads that fault as its own */
+            memcpy(req + at, (const void *)(uintptr_t)r->arg[r->buf[i].arg], r->buf[i].len);
+            at += r->buf[i].len;
+        }
+    cb_waiter_t *w = cb_waiter_new();
+    cb_msg_t m = { .type = M_RSYS };
+    cb_call(0, &m, req, inlen, w);
+    free(req);
+    long res = (long)w->value;
+    int err = (int)w->value2;
+    /* the answer: the length of each buffer's bytes, then the bytes */
+    const uint8_t *p = w->data;
+    size_t left = w->len, need = (size_t)r->nbuf * sizeof(uint64_t);
+    if (w->value3 == 0 && left >= need) {
+        const uint64_t *lens = (const uint64_t *)(const void *)p;
+        at = need;
+        for (uint32_t i = 0; i < r->nbuf; i++) {
+            uint64_t n = lens[i];
+            if (n > r->buf[i].len || n > left - at)
+                cb_die("node %d: remote call %lld: answer of %zu bytes does not fit", cb.self,
+                       (long long)r->op, left);
+            r->buf[i].len = n;
+            if (n)
+                memcpy((void *)(uintptr_t)r->arg[r->buf[i].arg], p + at, n);
+            at += n;
+        }
+    } else if (w->value3 != 0) {
+        res = -1;
+        err = (int)w->value3; /* the master could not take the call (ENOMEM) */
+    }
+    free(w->data);
+    cb_waiter_free(w);
+    if (err) /* also a failure that is not -1 (a NULL stream) */
+        errno = err;
+    return res;
+}
+
+/* ---- the master's side: the proxies ---- */
+
+typedef struct job {
+    struct job *next;
+    cb_msg_t m;
+    size_t len;
+    uint8_t p[]; /* the request */
+} job_t;
+
+static cb_mutex_t pool_mu = CB_MUTEX_INIT;
+static job_t *head, *tail;
+static uint32_t idle, started;
+static _Atomic uint32_t jobs_seq; /* proxies sleep on it */
+
+static void answer(const cb_msg_t *req, long res, int err, int refused, void *payload, size_t len)
+{
+    cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)res, .b = (uint64_t)err,
+                   .c = (uint64_t)refused };
+    cb_reply(req, &r, payload, len, payload != NULL);
+}
+
+static void run(job_t *j)
+{
+    cb_rsys_t r;
+    if (j->len < sizeof r || (memcpy(&r, j->p, sizeof r), r.nbuf > CB_RSYS_BUFS)) {
+        answer(&j->m, -1, 0, EINVAL, NULL, 0);
+        return;
+    }
+    void *b[CB_RSYS_BUFS] = { 0 };
+    size_t at = sizeof r, outlen = (size_t)r.nbuf * sizeof(uint64_t);
+    int refused = 0;
+    for (uint32_t i = 0; i < r.nbuf && !refused; i++) {
+        uint64_t n = r.buf[i].len;
+        if (r.buf[i].arg >= 6 || (r.buf[i].flags & RSYS_IN && n > j->len - at)) {
+            refused = EINVAL;
+            break;
+        }
+        if (!(b[i] = calloc(1, n ? n : 1))) {
+            refused = ENOMEM;
+            break;
+        }
+        if (r.buf[i].flags & RSYS_IN) {
+            memcpy(b[i], j->p + at, n);
+            at += n;
+        }
+        if (r.buf[i].flags & RSYS_OUT)
+            outlen += n;
+        r.arg[r.buf[i].arg] = (int64_t)(uintptr_t)b[i];
+    }
+    long res = -1;
+    int err = 0;
+    if (!refused) {
+        if (r.op < CB_RSYS_LIB) {
+            res = syscall(r.op, r.arg[0], r.arg[1], r.arg[2], r.arg[3], r.arg[4], r.arg[5]);
+            err = res == -1 ? errno : 0;
+        } else {
+            res = cb_rsys_lib ? cb_rsys_lib(r.op, r.arg, &err) : (err = ENOSYS, -1);
+        }
+    }
+    uint8_t *out = refused ? NULL : malloc(outlen ? outlen : 1);
+    if (!refused && !out)
+        refused = ENOMEM;
+    if (!refused) {
+        uint64_t *lens = (uint64_t *)(void *)out;
+        at = (size_t)r.nbuf * sizeof(uint64_t);
+        for (uint32_t i = 0; i < r.nbuf; i++) {
+            uint64_t n = 0;
+            if (r.buf[i].flags & RSYS_OUT && res != -1) {
+                n = r.buf[i].len;
+                if (r.buf[i].flags & RSYS_UPTO_RES) { /* as many as the result says */
+                    uint64_t unit = r.buf[i].flags >> 16 ? r.buf[i].flags >> 16 : 1;
+                    n = res < 0 ? 0 : (uint64_t)res <= n / unit ? (uint64_t)res * unit : n;
+                }
+                else if (r.buf[i].flags & RSYS_STRING)
+                    n = strnlen(b[i], n) + 1 <= n ? strnlen(b[i], n) + 1 : n;
+            }
+            lens[i] = n;
+            memcpy(out + at, b[i], n);
+            at += n;
+        }
+        outlen = at;
+    }
+    for (uint32_t i = 0; i < r.nbuf; i++)
+        free(b[i]);
+    answer(&j->m, res, err, refused, out, refused ? 0 : outlen);
+}
+
+static void *proxy_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    for (;;) {
+        cb_mutex_lock(&pool_mu);
+        while (!head) {
+            uint32_t seen = atomic_load(&jobs_seq);
+            idle++;
+            cb_mutex_unlock(&pool_mu);
+            cb_futex_wait(&jobs_seq, seen);
+            cb_mutex_lock(&pool_mu);
+            idle--;
+        }
+        job_t *j = head;
+        if (!(head = j->next))
+            tail = NULL;
+        cb_mutex_unlock(&pool_mu);
+        run(j);
+        free(j);
+    }
+    return NULL;
+}
+
+/* comm thread (master): M_RSYS, a call to make here */
+void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len)
+{
+    job_t *j = malloc(sizeof *j + len);
+    if (!j) {
+        answer(m, -1, 0, ENOMEM, NULL, 0);
+        return;
+    }
+    j->next = NULL;
+    j->m = *m;
+    j->len = len;
+    memcpy(j->p, p, len);
+    cb_mutex_lock(&pool_mu);
+    if (tail) tail->next = j; else head = j;
+    tail = j;
+    bool start = idle == 0 && started < PROXY_MAX;
+    if (start)
+        started++;
+    atomic_fetch_add(&jobs_seq, 1);
+    cb_mutex_unlock(&pool_mu);
+    if (start) {
+        pthread_t t;
+        int rc = cb_thread_start(&t, proxy_main, NULL, true);
+        if (rc) {
+            cb_mutex_lock(&pool_mu);
+            started--;
+            bool none = started == 0;
+            cb_mutex_unlock(&pool_mu);
+            if (none)
+                cb_die("cannot start a thread for the system calls of other nodes: %s",
+                       strerror(rc));
+        }
+    }
+    syscall(SYS_futex, (uint32_t *)&jobs_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); /* one proxy */
+}

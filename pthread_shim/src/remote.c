@@ -1,0 +1,937 @@
+/* remote.c: the master's descriptors and streams, for every node.  A
+ * process has one table of file descriptors; a relinked program's process
+ * is every node process, and its table is the master's.  So an application
+ * thread on another node makes its calls on descriptors there
+ * (libcables/src/rsys.c: a message, a proxy thread at the master, the bytes
+ * the call reads and stores carried both ways): a file, pipe or socket
+ * opened by any thread is used by every thread, with one offset, as in one
+ * process.  Descriptors 1 and 2 stay each node's own (the launcher gathers
+ * every node's standard output and error onto its own).
+ *
+ * Streams the same: a FILE of another node's thread is the master's (its
+ * fopen is made there; the FILE pointer it gets is the master's, never
+ * touched here), and each stdio call on it is made there, on the one
+ * buffer, under the one lock of the stream.  stdin is the master's too;
+ * stdout and stderr are the node's own.  Streams in memory (fmemopen,
+ * open_memstream, fopencookie) are the node's own: their buffers are the
+ * program's memory.
+ *
+ * Calls that are not covered (io.c and this file name those that are) use
+ * this node's descriptor of that number: see pthread_shim/README.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define CHUNK (16u << 20) /* the most bytes one call carries */
+
+/* ---- the requests ---- */
+
+#define P(x) ((int64_t)(uintptr_t)(x))
+
+static cb_rsys_t rq(int64_t op, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
+                    int64_t a5)
+{
+    cb_rsys_t r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.arg[0] = a0, r.arg[1] = a1, r.arg[2] = a2, r.arg[3] = a3, r.arg[4] = a4, r.arg[5] = a5;
+    return r;
+}
+
+/* argument a is a buffer of n bytes (a NULL one is left alone) */
+static void with(cb_rsys_t *r, int a, uint32_t flags, uint64_t n)
+{
+    if (!r->arg[a])
+        return;
+    r->buf[r->nbuf].arg = (uint32_t)a;
+    r->buf[r->nbuf].flags = flags;
+    r->buf[r->nbuf].len = n;
+    r->nbuf++;
+}
+
+static void with_path(cb_rsys_t *r, int a)
+{
+    with(r, a, RSYS_IN, strlen((const char *)(uintptr_t)r->arg[a]) + 1);
+}
+
+/* a system call without buffers */
+static long sys6(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3)
+{
+    cb_rsys_t r = rq(nr, a0, a1, a2, a3, 0, 0);
+    return cb_rsys(&r);
+}
+
+/* ---- transfers: in pieces of CHUNK bytes, on while each piece is whole ---- */
+
+/* nr(fd, buf, n[, off]) storing into buf (out) or loading from it; off < 0:
+ * not positioned */
+static ssize_t transfer(long nr, int fd, void *buf, size_t n, off_t off, bool out, int flags)
+{
+    size_t done = 0;
+    do {
+        size_t k = n - done < CHUNK ? n - done : CHUNK;
+        char *b = (char *)buf + done;
+        cb_rsys_t r = nr == SYS_recvfrom || nr == SYS_sendto
+                          ? rq(nr, fd, P(b), (int64_t)k, flags, 0, 0)
+                          : rq(nr, fd, P(b), (int64_t)k, off < 0 ? 0 : off + (off_t)done, 0, 0);
+        with(&r, 1, out ? RSYS_OUT | RSYS_UPTO_RES : RSYS_IN, k);
+        long x = cb_rsys(&r);
+        if (x < 0)
+            return done ? (ssize_t)done : -1;
+        done += (size_t)x;
+        if ((size_t)x < k)
+            break;
+    } while (done < n);
+    return (ssize_t)done;
+}
+
+ssize_t shim_rs_read(int fd, void *buf, size_t n) { return transfer(SYS_read, fd, buf, n, -1, true, 0); }
+ssize_t shim_rs_write(int fd, const void *buf, size_t n)
+{
+    return transfer(SYS_write, fd, (void *)buf, n, -1, false, 0);
+}
+ssize_t shim_rs_pread(int fd, void *buf, size_t n, off_t off)
+{
+    if (off < 0)
+        return errno = EINVAL, -1;
+    return transfer(SYS_pread64, fd, buf, n, off, true, 0);
+}
+ssize_t shim_rs_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    if (off < 0)
+        return errno = EINVAL, -1;
+    return transfer(SYS_pwrite64, fd, (void *)buf, n, off, false, 0);
+}
+ssize_t shim_rs_recv(int fd, void *buf, size_t n, int flags)
+{
+    return transfer(SYS_recvfrom, fd, buf, n, -1, true, flags);
+}
+ssize_t shim_rs_send(int fd, const void *buf, size_t n, int flags)
+{
+    return transfer(SYS_sendto, fd, (void *)buf, n, -1, false, flags);
+}
+
+/* vectors: gathered into one buffer, or read into one and scattered */
+static size_t iov_total(const struct iovec *v, int n)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += v[i].iov_len;
+    return t;
+}
+
+static void *gather(const struct iovec *v, int n, size_t *len)
+{
+    size_t t = iov_total(v, n), at = 0;
+    char *b = malloc(t ? t : 1); /* libc's (internal.h) */
+    for (int i = 0; b && i < n; at += v[i].iov_len, i++)
+        memcpy(b + at, v[i].iov_base, v[i].iov_len);
+    *len = t;
+    return b;
+}
+
+static void scatter(const struct iovec *v, int n, const char *b, size_t len)
+{
+    for (int i = 0; i < n && len; i++) {
+        size_t k = v[i].iov_len < len ? v[i].iov_len : len;
+        memcpy(v[i].iov_base, b, k);
+        b += k, len -= k;
+    }
+}
+
+ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, off_t off)
+{
+    if (n < 0 || n > IOV_MAX)
+        return errno = EINVAL, -1;
+    size_t t = iov_total(v, n);
+    char *b = malloc(t ? t : 1);
+    if (!b)
+        return errno = ENOMEM, -1;
+    ssize_t r = off < 0 ? shim_rs_read(fd, b, t) : shim_rs_pread(fd, b, t, off);
+    if (r > 0)
+        scatter(v, n, b, (size_t)r);
+    free(b);
+    return r;
+}
+
+ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, off_t off)
+{
+    if (n < 0 || n > IOV_MAX)
+        return errno = EINVAL, -1;
+    size_t t;
+    char *b = gather(v, n, &t);
+    if (!b)
+        return errno = ENOMEM, -1;
+    ssize_t r = off < 0 ? shim_rs_write(fd, b, t) : shim_rs_pwrite(fd, b, t, off);
+    free(b);
+    return r;
+}
+
+ssize_t shim_rs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
+                         socklen_t *len)
+{
+    if (n > CHUNK)
+        n = CHUNK; /* a datagram is taken whole, once */
+    cb_rsys_t r = rq(SYS_recvfrom, fd, P(buf), (int64_t)n, flags, P(from), P(len));
+    with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, n);
+    if (from && len)
+        with(&r, 4, RSYS_OUT, *len);
+    with(&r, 5, RSYS_IN | RSYS_OUT, sizeof *len);
+    return cb_rsys(&r);
+}
+
+ssize_t shim_rs_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
+                       socklen_t len)
+{
+    if (n > CHUNK)
+        return errno = EMSGSIZE, -1;
+    cb_rsys_t r = rq(SYS_sendto, fd, P(buf), (int64_t)n, flags, P(to), len);
+    with(&r, 1, RSYS_IN, n);
+    with(&r, 4, RSYS_IN, len);
+    return cb_rsys(&r);
+}
+
+/* messages without ancillary data (descriptors passed in them would be
+ * the master's already) */
+ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags)
+{
+    if (m->msg_iovlen > IOV_MAX)
+        return errno = EMSGSIZE, -1;
+    size_t t = iov_total(m->msg_iov, (int)m->msg_iovlen);
+    char *b = malloc(t ? t : 1);
+    if (!b)
+        return errno = ENOMEM, -1;
+    socklen_t nl = m->msg_name ? m->msg_namelen : 0;
+    ssize_t r = shim_rs_recvfrom(fd, b, t, flags, m->msg_name, m->msg_name ? &nl : NULL);
+    if (r >= 0) {
+        scatter(m->msg_iov, (int)m->msg_iovlen, b, (size_t)r);
+        if (m->msg_name)
+            m->msg_namelen = nl;
+        m->msg_controllen = 0;
+        m->msg_flags = 0;
+    }
+    free(b);
+    return r;
+}
+
+ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    if (m->msg_controllen)
+        return errno = EOPNOTSUPP, -1;
+    if (m->msg_iovlen > IOV_MAX)
+        return errno = EMSGSIZE, -1;
+    size_t t;
+    char *b = gather(m->msg_iov, (int)m->msg_iovlen, &t);
+    if (!b)
+        return errno = ENOMEM, -1;
+    ssize_t r = shim_rs_sendto(fd, b, t, flags, m->msg_name, m->msg_namelen);
+    free(b);
+    return r;
+}
+
+int shim_rs_openat(int dir, const char *path, int flags, mode_t mode)
+{
+    cb_rsys_t r = rq(SYS_openat, dir, P(path), flags, mode, 0, 0);
+    with_path(&r, 1);
+    return (int)cb_rsys(&r);
+}
+
+/* nr(a0, buf) or nr(a0, path, buf, flags) storing a struct: n bytes at arg a */
+long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int a, size_t n)
+{
+    cb_rsys_t r = rq(nr, a0, a1, a2, a3, 0, 0);
+    if (nr == SYS_newfstatat || nr == SYS_statx)
+        with_path(&r, 1);
+    with(&r, a, RSYS_OUT, n);
+    return cb_rsys(&r);
+}
+
+/* accept, getsockname, getpeername: an address and its length out */
+int shim_rs_addr(long nr, int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    cb_rsys_t r = rq(nr, fd, P(addr), P(len), flags, 0, 0);
+    if (addr && len)
+        with(&r, 1, RSYS_OUT, *len);
+    with(&r, 2, RSYS_IN | RSYS_OUT, sizeof *len);
+    return (int)cb_rsys(&r);
+}
+
+/* bind, connect, setsockopt (the value at arg a, n bytes, read) */
+int shim_rs_load(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
+                 size_t n)
+{
+    cb_rsys_t r = rq(nr, a0, a1, a2, a3, a4, 0);
+    with(&r, a, RSYS_IN, n);
+    return (int)cb_rsys(&r);
+}
+
+int shim_rs_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+    cb_rsys_t r = rq(SYS_getsockopt, fd, level, name, P(val), P(len), 0);
+    if (val && len)
+        with(&r, 3, RSYS_IN | RSYS_OUT, *len);
+    with(&r, 4, RSYS_IN | RSYS_OUT, sizeof *len);
+    return (int)cb_rsys(&r);
+}
+
+int shim_rs_pair(long nr, int64_t a0, int64_t a1, int64_t a2, int fds_arg, int fds[2])
+{
+    cb_rsys_t r = rq(nr, a0, a1, a2, 0, 0, 0);
+    r.arg[fds_arg] = P(fds);
+    with(&r, fds_arg, RSYS_OUT, 2 * sizeof(int));
+    return (int)cb_rsys(&r);
+}
+
+int shim_rs_poll(struct pollfd *fds, nfds_t n, const struct timespec *ts)
+{
+    struct timespec t;
+    if (ts)
+        t = *ts;
+    cb_rsys_t r = rq(SYS_ppoll, P(fds), (int64_t)n, ts ? P(&t) : 0, 0, 8, 0);
+    with(&r, 0, RSYS_IN | RSYS_OUT, n * sizeof *fds);
+    with(&r, 2, RSYS_IN | RSYS_OUT, sizeof t);
+    return (int)cb_rsys(&r);
+}
+
+/* select and pselect: the sets in and out, the time in (and, for select, out) */
+int shim_rs_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv,
+                   const struct timespec *ts)
+{
+    if (n < 0 || n > FD_SETSIZE)
+        return errno = EINVAL, -1;
+    size_t s = ((size_t)n + 63) / 64 * 8;
+    struct timespec t;
+    if (ts)
+        t = *ts;
+    cb_rsys_t r = tv ? rq(SYS_select, n, P(rd), P(wr), P(ex), P(tv), 0)
+                     : rq(SYS_pselect6, n, P(rd), P(wr), P(ex), ts ? P(&t) : 0, 0);
+    for (int k = 1; k <= 3; k++)
+        with(&r, k, RSYS_IN | RSYS_OUT, s);
+    with(&r, 4, RSYS_IN | RSYS_OUT, tv ? sizeof *tv : sizeof t);
+    return (int)cb_rsys(&r);
+}
+
+int shim_rs_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
+{
+    cb_rsys_t r = rq(SYS_epoll_ctl, ep, op, fd, P(ev), 0, 0);
+    with(&r, 3, RSYS_IN, sizeof *ev);
+    return (int)cb_rsys(&r);
+}
+
+int shim_rs_epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
+{
+    if (max <= 0 || (size_t)max > CHUNK / sizeof *evs)
+        return errno = EINVAL, -1;
+    cb_rsys_t r = rq(SYS_epoll_wait, ep, P(evs), max, timeout, 0, 0);
+    with(&r, 1, RSYS_OUT | RSYS_UPTO_RES | RSYS_UNIT(sizeof *evs), (size_t)max * sizeof *evs);
+    return (int)cb_rsys(&r);
+}
+
+/* ---- calls on descriptors only: here for every node, made at the master
+ * for another node's application thread ---- */
+
+/* name(args) made at the master as system call nr(args) */
+#define FD_CALL(ret, name, params, args, fd, nr, ...)                        \
+    ret name params                                                          \
+    {                                                                        \
+        if (shim_remote_fd(fd))                                              \
+            return (ret)sys6(nr, __VA_ARGS__);                               \
+        return REAL(name) args;                                              \
+    }
+
+FD_CALL(int, close, (int fd), (fd), fd, SYS_close, fd, 0, 0, 0)
+FD_CALL(int, dup, (int fd), (fd), fd, SYS_dup, fd, 0, 0, 0)
+FD_CALL(int, dup2, (int fd, int to), (fd, to), fd, SYS_dup2, fd, to, 0, 0)
+FD_CALL(int, dup3, (int fd, int to, int flags), (fd, to, flags), fd, SYS_dup3, fd, to, flags, 0)
+FD_CALL(off_t, lseek, (int fd, off_t off, int whence), (fd, off, whence), fd, SYS_lseek, fd, off,
+        whence, 0)
+FD_CALL(off64_t, lseek64, (int fd, off64_t off, int whence), (fd, off, whence), fd, SYS_lseek, fd,
+        off, whence, 0)
+FD_CALL(int, ftruncate, (int fd, off_t len), (fd, len), fd, SYS_ftruncate, fd, len, 0, 0)
+FD_CALL(int, ftruncate64, (int fd, off64_t len), (fd, len), fd, SYS_ftruncate, fd, len, 0, 0)
+FD_CALL(int, fsync, (int fd), (fd), fd, SYS_fsync, fd, 0, 0, 0)
+FD_CALL(int, fdatasync, (int fd), (fd), fd, SYS_fdatasync, fd, 0, 0, 0)
+FD_CALL(int, flock, (int fd, int op), (fd, op), fd, SYS_flock, fd, op, 0, 0)
+FD_CALL(int, fchmod, (int fd, mode_t mode), (fd, mode), fd, SYS_fchmod, fd, mode, 0, 0)
+FD_CALL(int, fchown, (int fd, uid_t u, gid_t g), (fd, u, g), fd, SYS_fchown, fd, u, g, 0)
+FD_CALL(int, listen, (int fd, int backlog), (fd, backlog), fd, SYS_listen, fd, backlog, 0, 0)
+FD_CALL(int, shutdown, (int fd, int how), (fd, how), fd, SYS_shutdown, fd, how, 0, 0)
+FD_CALL(int, fallocate, (int fd, int mode, off_t off, off_t len), (fd, mode, off, len), fd,
+        SYS_fallocate, fd, mode, off, len)
+FD_CALL(int, fallocate64, (int fd, int mode, off64_t off, off64_t len), (fd, mode, off, len), fd,
+        SYS_fallocate, fd, mode, off, len)
+
+/* calls that make a descriptor from nothing: the master's, for another
+ * node's application thread (descriptor -1 is never 1 or 2) */
+FD_CALL(int, socket, (int domain, int type, int proto), (domain, type, proto), -1, SYS_socket,
+        domain, type, proto, 0)
+FD_CALL(int, eventfd, (unsigned count, int flags), (count, flags), -1, SYS_eventfd2, count, flags,
+        0, 0)
+FD_CALL(int, epoll_create1, (int flags), (flags), -1, SYS_epoll_create1, flags, 0, 0, 0)
+
+int epoll_create(int size)
+{
+    if (!shim_remote_fd(-1))
+        return REAL(epoll_create)(size);
+    if (size <= 0)
+        return errno = EINVAL, -1;
+    return (int)sys6(SYS_epoll_create1, 0, 0, 0, 0);
+}
+
+ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+    if (!shim_remote_fd(out) && !shim_remote_fd(in))
+        return REAL(sendfile)(out, in, off, n);
+    cb_rsys_t r = rq(SYS_sendfile, out, in, P(off), (int64_t)n, 0, 0);
+    with(&r, 2, RSYS_IN | RSYS_OUT, sizeof *off);
+    return cb_rsys(&r);
+}
+
+ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+{
+    return sendfile(out, in, (off_t *)off, n);
+}
+
+/* fcntl: an int, a struct flock (locks) or a struct f_owner_ex, by command */
+static long fcntl_remote(int fd, int cmd, void *arg)
+{
+    size_t n = 0;
+    switch (cmd) {
+    case F_GETLK: case F_SETLK: case F_SETLKW:
+    case F_OFD_GETLK: case F_OFD_SETLK: case F_OFD_SETLKW:
+        n = sizeof(struct flock);
+        break;
+    case F_GETOWN_EX: case F_SETOWN_EX:
+        n = sizeof(struct f_owner_ex);
+        break;
+    case F_GET_RW_HINT: case F_SET_RW_HINT: case F_GET_FILE_RW_HINT: case F_SET_FILE_RW_HINT:
+        n = sizeof(uint64_t);
+        break;
+    default:
+        return sys6(SYS_fcntl, fd, cmd, P(arg), 0);
+    }
+    cb_rsys_t r = rq(SYS_fcntl, fd, cmd, P(arg), 0, 0, 0);
+    with(&r, 2, RSYS_IN | RSYS_OUT, n);
+    return cb_rsys(&r);
+}
+
+#define FCNTL(name)                                                          \
+    int name(int fd, int cmd, ...)                                           \
+    {                                                                        \
+        va_list ap;                                                          \
+        va_start(ap, cmd);                                                   \
+        void *arg = va_arg(ap, void *);                                      \
+        va_end(ap);                                                          \
+        if (shim_remote_fd(fd))                                              \
+            return (int)fcntl_remote(fd, cmd, arg);                          \
+        return REAL(name)(fd, cmd, arg);                                     \
+    }
+FCNTL(fcntl)
+FCNTL(fcntl64)
+
+/* ioctl: what the request number says of its argument (_IOC), or the
+ * requests of the terminal and of sockets that say nothing; others are
+ * refused (ENOTTY) rather than guessed */
+int ioctl(int fd, unsigned long req, ...)
+{
+    va_list ap;
+    va_start(ap, req);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    if (!shim_remote_fd(fd))
+        return REAL(ioctl)(fd, req, arg);
+    uint32_t flags = 0;
+    size_t n = _IOC_SIZE(req);
+    if (_IOC_DIR(req) & _IOC_WRITE)
+        flags |= RSYS_IN;
+    if (_IOC_DIR(req) & _IOC_READ)
+        flags |= RSYS_OUT;
+    if (!_IOC_DIR(req) && !n) {
+        switch (req) {
+        case FIONREAD: case TIOCOUTQ: n = sizeof(int), flags = RSYS_OUT; break;
+        case FIONBIO: case FIOASYNC: n = sizeof(int), flags = RSYS_IN; break;
+        case TIOCGWINSZ: n = sizeof(struct winsize), flags = RSYS_OUT; break;
+        case TIOCSWINSZ: n = sizeof(struct winsize), flags = RSYS_IN; break;
+        case TCGETS: n = 64, flags = RSYS_OUT; break; /* the kernel's termios, and more */
+        case TCSETS: case TCSETSW: case TCSETSF: n = 60, flags = RSYS_IN; break;
+        case FIOCLEX: case FIONCLEX: case TIOCNOTTY: case TIOCEXCL: case TIOCNXCL: break;
+        default: return errno = ENOTTY, -1;
+        }
+    }
+    cb_rsys_t r = rq(SYS_ioctl, fd, (int64_t)req, P(arg), 0, 0, 0);
+    if (flags && n)
+        with(&r, 2, flags, n);
+    return (int)cb_rsys(&r);
+}
+
+int isatty(int fd)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(isatty)(fd);
+    char t[64];
+    cb_rsys_t r = rq(SYS_ioctl, fd, TCGETS, P(t), 0, 0, 0);
+    with(&r, 2, RSYS_OUT, sizeof t);
+    if (cb_rsys(&r) == 0)
+        return 1;
+    if (errno == EINVAL)
+        errno = ENOTTY;
+    return 0;
+}
+
+/* ---- streams ---- */
+
+/* the node's own streams in memory */
+static cb_mutex_t own_mu = CB_MUTEX_INIT;
+static FILE **own;
+static size_t nown, capown;
+
+static bool own_has(FILE *f)
+{
+    bool has = false;
+    cb_mutex_lock(&own_mu);
+    for (size_t i = 0; i < nown && !has; i++)
+        has = own[i] == f;
+    cb_mutex_unlock(&own_mu);
+    return has;
+}
+
+static FILE *own_add(FILE *f)
+{
+    if (!f || !shim_remote_fd(-1))
+        return f;
+    cb_mutex_lock(&own_mu);
+    if (nown == capown) {
+        size_t cap = capown ? 2 * capown : 16;
+        FILE **o = realloc(own, cap * sizeof *o);
+        if (!o)
+            cb_die("node %d: out of memory for the table of streams", cb.self);
+        own = o, capown = cap;
+    }
+    own[nown++] = f;
+    cb_mutex_unlock(&own_mu);
+    return f;
+}
+
+static void own_drop(FILE *f)
+{
+    cb_mutex_lock(&own_mu);
+    for (size_t i = 0; i < nown; i++)
+        if (own[i] == f) {
+            own[i] = own[--nown];
+            break;
+        }
+    cb_mutex_unlock(&own_mu);
+}
+
+bool shim_remote_file(FILE *f)
+{
+    return f && shim_remote_fd(-1) && f != stdout && f != stderr && !own_has(f);
+}
+
+FILE *fmemopen(void *buf, size_t n, const char *mode) { return own_add(REAL(fmemopen)(buf, n, mode)); }
+FILE *open_memstream(char **p, size_t *n) { return own_add(REAL(open_memstream)(p, n)); }
+FILE *fopencookie(void *c, const char *mode, cookie_io_functions_t io)
+{
+    return own_add(REAL(fopencookie)(c, mode, io));
+}
+
+/* the master's stream: a FILE pointer of the master, or its stdin */
+enum { RS_STDIN = 1 };
+static int64_t handle(FILE *f) { return f == stdin ? RS_STDIN : P(f); }
+
+enum {
+    RS_FOPEN = CB_RSYS_LIB, RS_FDOPEN, RS_FREOPEN, RS_TMPFILE, RS_POPEN, RS_PCLOSE, RS_FCLOSE,
+    RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
+    RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
+};
+
+static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
+{
+    cb_rsys_t r = rq(op, handle(f), a1, a2, 0, 0, 0);
+    return cb_rsys(&r);
+}
+
+FILE *shim_rs_fopen(const char *path, const char *mode)
+{
+    cb_rsys_t r = rq(RS_FOPEN, P(path), P(mode), 0, 0, 0, 0);
+    with_path(&r, 0);
+    with_path(&r, 1);
+    return (FILE *)(uintptr_t)cb_rsys(&r);
+}
+
+FILE *fdopen(int fd, const char *mode)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(fdopen)(fd, mode);
+    cb_rsys_t r = rq(RS_FDOPEN, fd, P(mode), 0, 0, 0, 0);
+    with_path(&r, 1);
+    return (FILE *)(uintptr_t)cb_rsys(&r);
+}
+
+#define FREOPEN(name)                                                        \
+    FILE *name(const char *path, const char *mode, FILE *f)                  \
+    {                                                                        \
+        if (!shim_remote_file(f))                                            \
+            return REAL(name)(path, mode, f);                                \
+        cb_rsys_t r = rq(RS_FREOPEN, P(path), P(mode), handle(f), 0, 0, 0);  \
+        if (path)                                                            \
+            with_path(&r, 0);                                                \
+        with_path(&r, 1);                                                    \
+        return (FILE *)(uintptr_t)cb_rsys(&r);                               \
+    }
+FREOPEN(freopen)
+FREOPEN(freopen64)
+
+#define TMPFILE(name)                                                        \
+    FILE *name(void)                                                         \
+    {                                                                        \
+        if (!shim_remote_fd(-1))                                             \
+            return REAL(name)();                                             \
+        return (FILE *)(uintptr_t)rs_file(RS_TMPFILE, NULL, 0, 0);           \
+    }
+TMPFILE(tmpfile)
+TMPFILE(tmpfile64)
+
+FILE *popen(const char *cmd, const char *mode)
+{
+    if (!shim_remote_fd(-1))
+        return REAL(popen)(cmd, mode);
+    cb_rsys_t r = rq(RS_POPEN, P(cmd), P(mode), 0, 0, 0, 0);
+    with_path(&r, 0);
+    with_path(&r, 1);
+    return (FILE *)(uintptr_t)cb_rsys(&r);
+}
+
+int pclose(FILE *f)
+{
+    if (!shim_remote_file(f))
+        return REAL(pclose)(f);
+    return (int)rs_file(RS_PCLOSE, f, 0, 0);
+}
+
+int shim_rs_fclose(FILE *f) { return (int)rs_file(RS_FCLOSE, f, 0, 0); }
+int shim_rs_fflush(FILE *f) { return (int)rs_file(RS_FFLUSH, f, 0, 0); }
+int shim_rs_fgetc(FILE *f) { return (int)rs_file(RS_FGETC, f, 0, 0); }
+int shim_rs_fputc(int c, FILE *f) { return (int)rs_file(RS_FPUTC, f, c, 0); }
+int shim_rs_fseek(FILE *f, off_t off, int whence) { return (int)rs_file(RS_FSEEK, f, off, whence); }
+
+/* fwrite's and fread's bytes, in pieces: the items done */
+size_t shim_rs_fwrite(const void *p, size_t size, size_t n, FILE *f)
+{
+    if (!size || !n)
+        return 0;
+    if (n > SIZE_MAX / size)
+        return errno = EOVERFLOW, 0;
+    size_t t = size * n, done = 0;
+    while (done < t) {
+        size_t k = t - done < CHUNK ? t - done : CHUNK;
+        cb_rsys_t r = rq(RS_FWRITE, handle(f), P((const char *)p + done), (int64_t)k, 0, 0, 0);
+        with(&r, 1, RSYS_IN, k);
+        long x = cb_rsys(&r);
+        done += x > 0 ? (size_t)x : 0;
+        if (x < (long)k)
+            break;
+    }
+    return done / size;
+}
+
+size_t shim_rs_fread(void *p, size_t size, size_t n, FILE *f)
+{
+    if (!size || !n)
+        return 0;
+    if (n > SIZE_MAX / size)
+        return errno = EOVERFLOW, 0;
+    size_t t = size * n, done = 0;
+    while (done < t) {
+        size_t k = t - done < CHUNK ? t - done : CHUNK;
+        cb_rsys_t r = rq(RS_FREAD, handle(f), P((char *)p + done), (int64_t)k, 0, 0, 0);
+        with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, k);
+        long x = cb_rsys(&r);
+        done += x > 0 ? (size_t)x : 0;
+        if (x < (long)k)
+            break;
+    }
+    return done / size;
+}
+
+char *shim_rs_fgets(char *s, int n, FILE *f)
+{
+    if (n <= 0)
+        return errno = EINVAL, NULL;
+    cb_rsys_t r = rq(RS_FGETS, handle(f), P(s), n, 0, 0, 0);
+    with(&r, 1, RSYS_OUT | RSYS_STRING, (size_t)n);
+    return cb_rsys(&r) > 0 ? s : NULL;
+}
+
+int shim_rs_fputs(const char *s, FILE *f)
+{
+    size_t n = strlen(s);
+    return n == 0 || shim_rs_fwrite(s, n, 1, f) == 1 ? 1 : EOF;
+}
+
+void *program_realloc(void *p, size_t n) __asm__("realloc"); /* heap.c's */
+
+/* getdelim: the line in pieces the master takes up to the delimiter */
+ssize_t shim_rs_getdelim(char **line, size_t *cap, int delim, FILE *f)
+{
+    if (!line || !cap)
+        return errno = EINVAL, -1;
+    if (!*line)
+        *cap = 0;
+    size_t len = 0;
+    for (;;) {
+        char piece[4096];
+        cb_rsys_t r = rq(RS_GETDELIM, handle(f), P(piece), (int64_t)sizeof piece, delim, 0, 0);
+        with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, sizeof piece);
+        long x = cb_rsys(&r);
+        if (x <= 0) {
+            if (len == 0)
+                return -1;
+            break;
+        }
+        if (!*line || *cap < len + (size_t)x + 1) {
+            size_t want = len + (size_t)x + 1 > 2 * *cap ? len + (size_t)x + 1 : 2 * *cap;
+            char *l = program_realloc(*line, want);
+            if (!l)
+                return errno = ENOMEM, -1;
+            *line = l, *cap = want;
+        }
+        memcpy(*line + len, piece, (size_t)x);
+        len += (size_t)x;
+        (*line)[len] = 0;
+        if ((size_t)x < sizeof piece || piece[x - 1] == (char)delim)
+            break;
+    }
+    return (ssize_t)len;
+}
+
+int shim_rs_vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+    char local[1024], *b = local;
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(local, sizeof local, fmt, aq);
+    va_end(aq);
+    if (n < 0)
+        return n;
+    if ((size_t)n >= sizeof local) {
+        if (!(b = malloc((size_t)n + 1)))
+            return errno = ENOMEM, -1;
+        vsnprintf(b, (size_t)n + 1, fmt, ap);
+    }
+    size_t w = n ? shim_rs_fwrite(b, (size_t)n, 1, f) : 1;
+    if (b != local)
+        free(b);
+    return w == 1 ? n : -1;
+}
+
+/* fscanf: a stream of this node, unbuffered, whose reads take the
+ * master's characters one at a time; what the scan read ahead and gave
+ * back goes back to the master's stream */
+static ssize_t scan_read(void *c, char *buf, size_t n)
+{
+    (void)n;
+    int ch = (int)rs_file(RS_FGETC, (FILE *)c, 0, 0);
+    if (ch == EOF)
+        return 0;
+    buf[0] = (char)ch;
+    return 1;
+}
+
+int shim_rs_vfscanf(FILE *f, const char *fmt, va_list ap,
+                    int (*scan)(FILE *, const char *, va_list))
+{
+    cookie_io_functions_t io = { .read = scan_read };
+    FILE *tmp = REAL(fopencookie)(f, "r", io);
+    if (!tmp)
+        return errno = ENOMEM, EOF;
+    REAL(setvbuf)(tmp, NULL, _IONBF, 0);
+    int r = scan(tmp, fmt, ap);
+    /* given back: the character read and not used (the scan's ungetc of
+     * the character it read last steps back in the one-byte buffer) */
+    for (char *e = tmp->_IO_read_end; e > tmp->_IO_read_ptr;)
+        rs_file(RS_UNGETC, f, (unsigned char)*--e, 0);
+    REAL(fclose)(tmp);
+    return r;
+}
+
+#undef getc_unlocked
+#undef putc_unlocked
+#undef fgetc_unlocked
+#undef fputc_unlocked
+#undef feof_unlocked
+#undef ferror_unlocked
+#undef fileno_unlocked
+#undef fwrite_unlocked
+#undef fread_unlocked
+#undef fputs_unlocked
+#undef fgets_unlocked
+#undef clearerr_unlocked
+#undef fflush_unlocked
+
+#define F_CALL(ret, name, params, f, call, ...)                              \
+    ret name params                                                          \
+    {                                                                        \
+        if (shim_remote_file(f))                                             \
+            return (ret)(call);                                              \
+        return REAL(name)(__VA_ARGS__);                                      \
+    }
+
+F_CALL(long, ftell, (FILE *f), f, rs_file(RS_FTELL, f, 0, 0), f)
+F_CALL(off_t, ftello, (FILE *f), f, rs_file(RS_FTELL, f, 0, 0), f)
+F_CALL(off64_t, ftello64, (FILE *f), f, rs_file(RS_FTELL, f, 0, 0), f)
+F_CALL(int, fseeko64, (FILE *f, off64_t off, int whence), f, shim_rs_fseek(f, off, whence), f, off, whence)
+F_CALL(int, feof, (FILE *f), f, rs_file(RS_FEOF, f, 0, 0), f)
+F_CALL(int, ferror, (FILE *f), f, rs_file(RS_FERROR, f, 0, 0), f)
+F_CALL(int, fileno, (FILE *f), f, rs_file(RS_FILENO, f, 0, 0), f)
+F_CALL(int, ungetc, (int c, FILE *f), f, rs_file(RS_UNGETC, f, c, 0), c, f)
+F_CALL(int, feof_unlocked, (FILE *f), f, rs_file(RS_FEOF, f, 0, 0), f)
+F_CALL(int, ferror_unlocked, (FILE *f), f, rs_file(RS_FERROR, f, 0, 0), f)
+F_CALL(int, fileno_unlocked, (FILE *f), f, rs_file(RS_FILENO, f, 0, 0), f)
+F_CALL(int, fflush_unlocked, (FILE *f), f, shim_rs_fflush(f), f)
+F_CALL(int, fgetc_unlocked, (FILE *f), f, shim_rs_fgetc(f), f)
+F_CALL(int, getc_unlocked, (FILE *f), f, shim_rs_fgetc(f), f)
+F_CALL(int, fputc_unlocked, (int c, FILE *f), f, shim_rs_fputc(c, f), c, f)
+F_CALL(int, putc_unlocked, (int c, FILE *f), f, shim_rs_fputc(c, f), c, f)
+F_CALL(int, fputs_unlocked, (const char *s, FILE *f), f, shim_rs_fputs(s, f), s, f)
+F_CALL(char *, fgets_unlocked, (char *s, int n, FILE *f), f, shim_rs_fgets(s, n, f), s, n, f)
+F_CALL(size_t, fwrite_unlocked, (const void *p, size_t s, size_t n, FILE *f), f,
+       shim_rs_fwrite(p, s, n, f), p, s, n, f)
+F_CALL(size_t, fread_unlocked, (void *p, size_t s, size_t n, FILE *f), f,
+       shim_rs_fread(p, s, n, f), p, s, n, f)
+F_CALL(int, setvbuf, (FILE *f, char *buf, int mode, size_t n), f,
+       rs_file(RS_SETVBUF, f, mode, (int64_t)n), f, buf, mode, n) /* the master's own buffer */
+
+void clearerr(FILE *f)
+{
+    if (shim_remote_file(f))
+        rs_file(RS_CLEARERR, f, 0, 0);
+    else
+        REAL(clearerr)(f);
+}
+
+void clearerr_unlocked(FILE *f) { clearerr(f); }
+
+void setbuf(FILE *f, char *buf) { setvbuf(f, buf, buf ? _IOFBF : _IONBF, BUFSIZ); }
+void setbuffer(FILE *f, char *buf, size_t n) { setvbuf(f, buf, buf ? _IOFBF : _IONBF, n); }
+void setlinebuf(FILE *f) { setvbuf(f, NULL, _IOLBF, 0); }
+
+int fgetpos(FILE *f, fpos_t *pos)
+{
+    if (!shim_remote_file(f))
+        return REAL(fgetpos)(f, pos);
+    long p = rs_file(RS_FTELL, f, 0, 0);
+    if (p < 0)
+        return -1;
+    memset(pos, 0, sizeof *pos);
+    pos->__pos = p;
+    return 0;
+}
+
+int fsetpos(FILE *f, const fpos_t *pos)
+{
+    if (!shim_remote_file(f))
+        return REAL(fsetpos)(f, pos);
+    return shim_rs_fseek(f, pos->__pos, SEEK_SET);
+}
+
+/* each call on the master's stream is whole there, under its lock; a
+ * lock across calls is not made (the master's proxies are a pool) */
+void flockfile(FILE *f)
+{
+    if (!shim_remote_file(f))
+        REAL(flockfile)(f);
+}
+
+void funlockfile(FILE *f)
+{
+    if (!shim_remote_file(f))
+        REAL(funlockfile)(f);
+}
+
+int ftrylockfile(FILE *f)
+{
+    return shim_remote_file(f) ? 0 : REAL(ftrylockfile)(f);
+}
+
+void shim_rs_forget(FILE *f)
+{
+    if (shim_remote_fd(-1))
+        own_drop(f);
+}
+
+/* ---- at the master: the streams' calls (cb_rsys_lib) ---- */
+
+static FILE *file_of(int64_t h) { return h == RS_STDIN ? stdin : (FILE *)(uintptr_t)h; }
+
+static long lib_exec(int64_t op, int64_t a[6], int *err)
+{
+    FILE *f = file_of(a[0]);
+    long r = 0;
+    errno = 0;
+    switch (op) {
+    case RS_FOPEN: r = P(fopen64((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1])); break;
+    case RS_FDOPEN: r = P(fdopen((int)a[0], (const char *)(uintptr_t)a[1])); break;
+    case RS_FREOPEN:
+        r = P(freopen64((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1], file_of(a[2])));
+        break;
+    case RS_TMPFILE: r = P(tmpfile64()); break;
+    case RS_POPEN: r = P(popen((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1])); break;
+    case RS_PCLOSE: r = pclose(f); break;
+    case RS_FCLOSE: r = fclose(f); break;
+    case RS_FFLUSH: r = fflush(f); break;
+    case RS_FWRITE: r = (long)fwrite((const void *)(uintptr_t)a[1], 1, (size_t)a[2], f); break;
+    case RS_FREAD: r = (long)fread((void *)(uintptr_t)a[1], 1, (size_t)a[2], f); break;
+    case RS_FGETS: r = fgets((char *)(uintptr_t)a[1], (int)a[2], f) != NULL; break;
+    case RS_FGETC: r = fgetc(f); break;
+    case RS_UNGETC: r = ungetc((int)a[1], f); break;
+    case RS_FPUTC: r = fputc((int)a[1], f); break;
+    case RS_GETDELIM: { /* up to the delimiter, at most a[2] bytes */
+        char *b = (char *)(uintptr_t)a[1];
+        int c = 0;
+        flockfile(f);
+        while (r < a[2] && (c = getc_unlocked(f)) != EOF) {
+            b[r++] = (char)c;
+            if (c == (int)a[3])
+                break;
+        }
+        funlockfile(f);
+        if (r == 0)
+            r = -1;
+        break;
+    }
+    case RS_FSEEK: r = fseeko64(f, a[1], (int)a[2]); break;
+    case RS_FTELL: r = (long)ftello64(f); break;
+    case RS_FEOF: r = feof(f); break;
+    case RS_FERROR: r = ferror(f); break;
+    case RS_CLEARERR: clearerr(f); break;
+    case RS_FILENO: r = fileno(f); break;
+    case RS_SETVBUF: r = setvbuf(f, NULL, (int)a[1], (size_t)a[2]); break;
+    default: r = -1, errno = ENOSYS;
+    }
+    *err = errno;
+    /* the callers read -1 (or a NULL stream) with errno as a failure */
+    if (r == 0 && (op == RS_FOPEN || op == RS_FDOPEN || op == RS_FREOPEN || op == RS_TMPFILE ||
+                   op == RS_POPEN))
+        r = 0, *err = *err ? *err : EINVAL;
+    return r;
+}
+
+__attribute__((constructor)) static void remote_init(void) { cb_rsys_lib = lib_exec; }

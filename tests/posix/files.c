@@ -1,0 +1,238 @@
+/* files: descriptors and streams are the process's, whichever thread (on
+ * 2 nodes: whichever node) opened them.  Main and a worker take turns
+ * (gates): the worker writes through a descriptor main opened and the two
+ * share its offset; it writes a FILE main opened (fprintf, fputs, fputc,
+ * fwrite) and main reads it back (fgets, fread); main writes a FILE the
+ * worker opened and closes it; the worker scans a FILE main opened and
+ * main reads on where the scan stopped (the character it gave back); pipes
+ * and a socket pair made by one are used by the other (read, write, poll,
+ * epoll, send, recv, sendmsg, recvmsg, dup2, fcntl, fstat, lseek); a TCP
+ * connection is made by the worker to main's listening socket; a
+ * descriptor closed by the worker is closed for main.
+ * RESULT ok=1 checks=N (check.h) */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define LINES 200
+
+static struct gate to_worker = GATE_INITIALIZER, to_main = GATE_INITIALIZER;
+static char dir[64], path_a[96], path_b[96], path_c[96];
+static int fd_a, pipe_m[2], pipe_w[2], sp[2], lsock, dupfd;
+static int port;
+static FILE *f_main, *f_worker, *f_scan;
+static int scanned[2];
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    char buf[256];
+    /* 1: main's descriptor, its offset shared */
+    CHECK("w_gate_1", gate_wait(&to_worker, 1));
+    CHECK_EQ("w_write", write(fd_a, "0123456789", 10), 10);
+    CHECK_EQ("w_offset_shared", lseek(fd_a, 0, SEEK_CUR), 20);
+    CHECK_EQ("w_pwrite", pwrite(fd_a, "XY", 2, 3), 2);
+    CHECK_EQ("w_pread", pread(fd_a, buf, 5, 0), 5);
+    CHECK("w_pread_data", memcmp(buf, "abcXY", 5) == 0);
+    struct stat st;
+    CHECK_EQ("w_fstat", fstat(fd_a, &st), 0);
+    CHECK_EQ("w_fstat_size", (long)st.st_size, 20);
+    CHECK_EQ("w_fcntl_getfl", fcntl(fd_a, F_GETFL) & O_ACCMODE, O_RDWR);
+    CHECK_EQ("w_isatty", isatty(fd_a), 0);
+    /* a stream main opened */
+    for (int i = 0; i < LINES; i++)
+        fprintf(f_main, "line %d of the worker\n", i);
+    CHECK_GE("w_fputs", fputs("fputs line\n", f_main), 0);
+    CHECK_EQ("w_fputc", fputc('!', f_main), '!');
+    CHECK_EQ("w_fwrite", fwrite("\nfwrite\n", 8, 1, f_main), 1);
+    CHECK_EQ("w_fflush", fflush(f_main), 0);
+    CHECK_GT("w_ftell", ftell(f_main), 20L * LINES);
+    /* a stream of the worker's */
+    snprintf(path_b, sizeof path_b, "%s/b", dir);
+    f_worker = fopen(path_b, "w+");
+    CHECK("w_fopen", f_worker != NULL);
+    /* a pipe of the worker's, for main */
+    CHECK_EQ("w_pipe", pipe(pipe_w), 0);
+    gate_set(&to_main, 1);
+
+    /* 2: main's pipe: poll, then read what main wrote */
+    CHECK("w_gate_2", gate_wait(&to_worker, 2));
+    struct pollfd p = { .fd = pipe_m[0], .events = POLLIN };
+    CHECK_EQ("w_poll", poll(&p, 1, WAIT_MS), 1);
+    CHECK("w_poll_in", (p.revents & POLLIN) != 0);
+    CHECK_EQ("w_read_pipe", read(pipe_m[0], buf, sizeof buf), 11);
+    CHECK("w_read_pipe_data", memcmp(buf, "from main!", 11) == 0);
+    /* epoll on main's pipe */
+    int ep = epoll_create1(0);
+    CHECK_GE("w_epoll_create", ep, 0);
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 77 };
+    CHECK_EQ("w_epoll_ctl", epoll_ctl(ep, EPOLL_CTL_ADD, pipe_m[0], &ev), 0);
+    CHECK_EQ("w_write_pipe_m", write(pipe_m[1], "e", 1), 1);
+    struct epoll_event got[4];
+    memset(got, 0, sizeof got);
+    CHECK_EQ("w_epoll_wait", epoll_wait(ep, got, 4, WAIT_MS), 1);
+    CHECK_EQ("w_epoll_data", (long)got[0].data.u64, 77);
+    CHECK_EQ("w_read_e", read(pipe_m[0], buf, 1), 1);
+    CHECK_EQ("w_epoll_close", close(ep), 0);
+    /* main's socket pair */
+    CHECK_EQ("w_send", send(sp[1], "ping", 4, 0), 4);
+    char a[3] = "", b[8] = "";
+    struct iovec iov[2] = { { a, 2 }, { b, sizeof b } };
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+    CHECK_EQ("w_recvmsg", recvmsg(sp[1], &m, 0), 5);
+    CHECK("w_recvmsg_data", memcmp(a, "po", 2) == 0 && memcmp(b, "ng!", 3) == 0);
+    /* dup2 onto a descriptor main chose */
+    CHECK_EQ("w_dup2", dup2(fd_a, dupfd), dupfd);
+    /* the scan: two numbers, then main reads on */
+    CHECK_EQ("w_fscanf", fscanf(f_scan, "%d %d", &scanned[0], &scanned[1]), 2);
+    /* TCP: connect to main's listening socket */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE("w_socket", s, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ("w_connect", connect(s, (struct sockaddr *)&sa, sizeof sa), 0);
+    CHECK_EQ("w_tcp_send", send(s, "tcp!", 4, 0), 4);
+    gate_set(&to_main, 2);
+
+    /* 3: what main wrote into the worker's stream and pipe */
+    CHECK("w_gate_3", gate_wait(&to_worker, 3));
+    CHECK_EQ("w_tcp_recv", recv(s, buf, sizeof buf, 0), 5);
+    CHECK("w_tcp_data", memcmp(buf, "back!", 5) == 0);
+    CHECK_EQ("w_tcp_close", close(s), 0);
+    FILE *r = fopen(path_b, "r");
+    CHECK("w_fopen_r", r != NULL);
+    char *line = NULL;
+    size_t cap = 0;
+    int lines = 0, good = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, r)) > 0) {
+        char want[64];
+        snprintf(want, sizeof want, "main %d\n", lines);
+        good += strcmp(line, want) == 0;
+        lines++;
+    }
+    free(line);
+    CHECK_EQ("w_getline_lines", lines, LINES);
+    CHECK_EQ("w_getline_good", good, LINES);
+    CHECK("w_feof", feof(r) != 0);
+    CHECK_EQ("w_fclose_r", fclose(r), 0);
+    CHECK_EQ("w_read_pipe_w", read(pipe_w[0], buf, sizeof buf), 6);
+    CHECK("w_read_pipe_w_data", memcmp(buf, "pipe!", 6) == 0);
+    /* closing main's descriptor */
+    CHECK_EQ("w_close", close(pipe_m[1]), 0);
+    gate_set(&to_main, 3);
+    return NULL;
+}
+
+int main(void)
+{
+    check_start();
+    char buf[512];
+    snprintf(dir, sizeof dir, "/tmp/cables-files-XXXXXX");
+    CHECK("mkdtemp", mkdtemp(dir) != NULL);
+    snprintf(path_a, sizeof path_a, "%s/a", dir);
+    snprintf(path_c, sizeof path_c, "%s/c", dir);
+    fd_a = open(path_a, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK_GE("open", fd_a, 0);
+    CHECK_EQ("write", write(fd_a, "abcdefghij", 10), 10);
+    f_main = fopen(path_c, "w+");
+    CHECK("fopen", f_main != NULL);
+    CHECK_EQ("pipe", pipe(pipe_m), 0);
+    CHECK_EQ("socketpair", socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    dupfd = open("/dev/null", O_RDONLY);
+    CHECK_GE("open_devnull", dupfd, 0);
+    /* the numbers the worker scans */
+    char scan_path[96];
+    snprintf(scan_path, sizeof scan_path, "%s/scan", dir);
+    FILE *w = fopen(scan_path, "w");
+    CHECK("fopen_scan", w != NULL);
+    fputs("12 34xyz\n", w);
+    fclose(w);
+    f_scan = fopen(scan_path, "r");
+    CHECK("fopen_scan_r", f_scan != NULL);
+    /* a listening socket on the loopback */
+    lsock = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE("socket", lsock, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ("bind", bind(lsock, (struct sockaddr *)&sa, sizeof sa), 0);
+    socklen_t sl = sizeof sa;
+    CHECK_EQ("getsockname", getsockname(lsock, (struct sockaddr *)&sa, &sl), 0);
+    port = ntohs(sa.sin_port);
+    CHECK_EQ("listen", listen(lsock, 4), 0);
+
+    pthread_t t;
+    CHECK_EQ("create", pthread_create(&t, NULL, worker, NULL), 0);
+    gate_set(&to_worker, 1);
+    CHECK("gate_1", gate_wait(&to_main, 1));
+    CHECK_EQ("offset_after_worker", lseek(fd_a, 0, SEEK_CUR), 20);
+    CHECK_EQ("pread", pread(fd_a, buf, 20, 0), 20);
+    CHECK("pread_data", memcmp(buf, "abcXYfghij0123456789", 20) == 0);
+    /* the worker's lines, read back through the same stream */
+    rewind(f_main);
+    int lines = 0, good = 0;
+    while (fgets(buf, sizeof buf, f_main)) {
+        char want[64];
+        snprintf(want, sizeof want, "line %d of the worker\n", lines);
+        if (lines < LINES)
+            good += strcmp(buf, want) == 0;
+        lines++;
+    }
+    CHECK_EQ("fgets_lines", lines, LINES + 3);
+    CHECK_EQ("fgets_good", good, LINES);
+    CHECK_EQ("fclose_main", fclose(f_main), 0);
+    /* the worker's stream, written here */
+    for (int i = 0; i < LINES; i++)
+        fprintf(f_worker, "main %d\n", i);
+    CHECK_EQ("fclose_worker_stream", fclose(f_worker), 0);
+    CHECK_EQ("write_pipe_w", write(pipe_w[1], "pipe!", 6), 6);
+
+    CHECK_EQ("write_pipe_m", write(pipe_m[1], "from main!", 11), 11);
+    CHECK_EQ("send_pong", send(sp[0], "pong!", 5, 0), 5);
+    gate_set(&to_worker, 2);
+    CHECK("gate_2", gate_wait(&to_main, 2));
+    CHECK_EQ("recv_ping", recv(sp[0], buf, sizeof buf, 0), 4);
+    CHECK("recv_ping_data", memcmp(buf, "ping", 4) == 0);
+    /* dupfd is now fd_a's file */
+    CHECK_EQ("dup2_seen", pread(dupfd, buf, 3, 0), 3);
+    CHECK("dup2_data", memcmp(buf, "abc", 3) == 0);
+    /* the scan stopped at 'x' and gave it back */
+    CHECK_EQ("scanned_0", scanned[0], 12);
+    CHECK_EQ("scanned_1", scanned[1], 34);
+    CHECK_EQ("after_scan", fgetc(f_scan), 'x');
+    fclose(f_scan);
+    int c = accept(lsock, NULL, NULL);
+    CHECK_GE("accept", c, 0);
+    CHECK_EQ("tcp_recv", recv(c, buf, 4, MSG_WAITALL), 4);
+    CHECK("tcp_data", memcmp(buf, "tcp!", 4) == 0);
+    CHECK_EQ("tcp_send", send(c, "back!", 5, 0), 5);
+    gate_set(&to_worker, 3);
+    CHECK("gate_3", gate_wait(&to_main, 3));
+    /* the worker closed pipe_m[1]: it is closed here */
+    errno = 0;
+    CHECK_EQ("closed_by_worker", write(pipe_m[1], "x", 1), -1);
+    CHECK_ERR("closed_by_worker_errno", errno, EBADF);
+    CHECK_EQ("join", pthread_join(t, NULL), 0);
+    close(c);
+    close(lsock);
+    close(fd_a);
+    unlink(path_a);
+    unlink(path_b);
+    unlink(path_c);
+    unlink(scan_path);
+    rmdir(dir);
+    return check_finish();
+}
