@@ -101,6 +101,9 @@ typedef struct {
     uint64_t copies_confirmed;
     /* pages the store allocated ahead of a sweep on a spare CPU (store.c) */
     uint64_t store_ahead;
+    /* calls on descriptors and streams made at the master for this node's
+     * application threads (rsys.c), and their time from request to answer */
+    uint64_t remote_calls, remote_call_ns;
 } cables_stats_t;
 /* Fills the first size bytes of *s: fields are only ever appended, so a
  * program built against an older cables.h gets the ones it knows and no

@@ -13,8 +13,10 @@
  * call that blocks (a read of a pipe, an accept) holds one as it would hold
  * its own thread, and the calls of other threads go on.  A proxy is started
  * when a call finds none idle; it then waits for the next call (at most
- * PROXY_MAX are started; beyond them, calls queue).  Proxies block every
- * signal: a signal for the process is not theirs to take. */
+ * PROXY_MAX are started; beyond them, calls queue).  Proxies block the
+ * signals sent to the process (not theirs to take), not those a fault
+ * raises: a stream of the master's may be in the shared memory, and its
+ * page faults go to the fault path as anyone's. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -49,7 +51,10 @@ long cb_rsys(cb_rsys_t *r)
         }
     cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_RSYS };
+    uint64_t t0 = cb_now_ns();
     cb_call(0, &m, req, inlen, w);
+    STAT_ADD(remote_calls, 1);
+    STAT_ADD(remote_call_ns, cb_now_ns() - t0);
     free(req);
     long res = (long)w->value;
     int err = (int)w->value2;
@@ -172,6 +177,9 @@ static void *proxy_main(void *arg)
     (void)arg;
     sigset_t all;
     sigfillset(&all);
+    static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+    for (size_t i = 0; i < sizeof sync_sigs / sizeof *sync_sigs; i++)
+        sigdelset(&all, sync_sigs[i]);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
         cb_mutex_lock(&pool_mu);

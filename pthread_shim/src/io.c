@@ -1078,6 +1078,8 @@ int fflush(FILE *f)
 {
     if (shim_remote_file(f))
         return shim_rs_fflush(f);
+    if (!f && shim_remote_fd(-1) && shim_rs_fflush(NULL)) /* the master's streams too */
+        return LIBC(fflush)(NULL), EOF;
     file_out(f); /* not fflush(NULL): libc's list of streams is its own */
     return LIBC(fflush)(f);
 }

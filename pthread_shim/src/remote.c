@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -578,8 +579,8 @@ FILE *shim_rs_fopen(const char *path, const char *mode)
 
 FILE *fdopen(int fd, const char *mode)
 {
-    if (!shim_remote_fd(fd))
-        return REAL(fdopen)(fd, mode);
+    if (!shim_remote_fd(fd)) /* the master's, or this node's stdout or stderr */
+        return own_add(REAL(fdopen)(fd, mode));
     cb_rsys_t r = rq(RS_FDOPEN, fd, P(mode), 0, 0, 0, 0);
     with_path(&r, 1);
     return (FILE *)(uintptr_t)cb_rsys(&r);
@@ -893,7 +894,14 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         r = P(freopen64((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1], file_of(a[2])));
         break;
     case RS_TMPFILE: r = P(tmpfile64()); break;
-    case RS_POPEN: r = P(popen((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1])); break;
+    case RS_POPEN: { /* the command gets the signal mask of the program's threads */
+        sigset_t none, mask;
+        sigemptyset(&none);
+        pthread_sigmask(SIG_SETMASK, &none, &mask);
+        r = P(popen((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1]));
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+        break;
+    }
     case RS_PCLOSE: r = pclose(f); break;
     case RS_FCLOSE: r = fclose(f); break;
     case RS_FFLUSH: r = fflush(f); break;

@@ -2,12 +2,13 @@
  * 2 nodes: whichever node) opened them.  Main and a worker take turns
  * (gates): the worker writes through a descriptor main opened and the two
  * share its offset; it writes a FILE main opened (fprintf, fputs, fputc,
- * fwrite) and main reads it back (fgets, fread); main writes a FILE the
+ * fwrite, then fflush(NULL)) and main reads it back (fgets); main writes a FILE the
  * worker opened and closes it; the worker scans a FILE main opened and
  * main reads on where the scan stopped (the character it gave back); pipes
  * and a socket pair made by one are used by the other (read, write, poll,
  * epoll, send, recv, sendmsg, recvmsg, dup2, fcntl, fstat, lseek); a TCP
- * connection is made by the worker to main's listening socket; a
+ * connection is made by the worker to main's listening socket; the worker
+ * reads the stdin main reopened (scanf, getchar, fscanf, getc, fgets); a
  * descriptor closed by the worker is closed for main.
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
@@ -35,6 +36,7 @@ static int fd_a, pipe_m[2], pipe_w[2], sp[2], lsock, dupfd;
 static int port;
 static FILE *f_main, *f_worker, *f_scan;
 static int scanned[2];
+static long c_len;
 
 static void *worker(void *arg)
 {
@@ -58,8 +60,9 @@ static void *worker(void *arg)
     CHECK_GE("w_fputs", fputs("fputs line\n", f_main), 0);
     CHECK_EQ("w_fputc", fputc('!', f_main), '!');
     CHECK_EQ("w_fwrite", fwrite("\nfwrite\n", 8, 1, f_main), 1);
-    CHECK_EQ("w_fflush", fflush(f_main), 0);
-    CHECK_GT("w_ftell", ftell(f_main), 20L * LINES);
+    CHECK_EQ("w_fflush_all", fflush(NULL), 0); /* the master's streams too */
+    c_len = ftell(f_main);
+    CHECK_GT("w_ftell", c_len, 20L * LINES);
     /* a stream of the worker's */
     snprintf(path_b, sizeof path_b, "%s/b", dir);
     f_worker = fopen(path_b, "w+");
@@ -131,6 +134,15 @@ static void *worker(void *arg)
     CHECK_EQ("w_fclose_r", fclose(r), 0);
     CHECK_EQ("w_read_pipe_w", read(pipe_w[0], buf, sizeof buf), 6);
     CHECK("w_read_pipe_w_data", memcmp(buf, "pipe!", 6) == 0);
+    /* stdin is the process's: main made it a file */
+    int x = 0, y = 0;
+    CHECK_EQ("w_scanf", scanf("%d", &x), 1);
+    CHECK_EQ("w_scanf_x", x, 7);
+    CHECK_EQ("w_getchar", getchar(), ' ');
+    CHECK_EQ("w_fscanf_stdin", fscanf(stdin, "%d", &y), 1);
+    CHECK_EQ("w_fscanf_stdin_y", y, 8);
+    CHECK_EQ("w_getc_stdin", getc(stdin), '\n');
+    CHECK("w_fgets_stdin", fgets(buf, sizeof buf, stdin) && strcmp(buf, "stdin line\n") == 0);
     /* closing main's descriptor */
     CHECK_EQ("w_close", close(pipe_m[1]), 0);
     gate_set(&to_main, 3);
@@ -162,6 +174,13 @@ int main(void)
     fputs("12 34xyz\n", w);
     fclose(w);
     f_scan = fopen(scan_path, "r");
+    char in_path[96];
+    snprintf(in_path, sizeof in_path, "%s/in", dir);
+    w = fopen(in_path, "w");
+    CHECK("fopen_in", w != NULL);
+    fputs("7 8\nstdin line\n", w);
+    fclose(w);
+    CHECK("freopen_stdin", freopen(in_path, "r", stdin) != NULL);
     CHECK("fopen_scan_r", f_scan != NULL);
     /* a listening socket on the loopback */
     lsock = socket(AF_INET, SOCK_STREAM, 0);
@@ -179,6 +198,9 @@ int main(void)
     gate_set(&to_worker, 1);
     CHECK("gate_1", gate_wait(&to_main, 1));
     CHECK_EQ("offset_after_worker", lseek(fd_a, 0, SEEK_CUR), 20);
+    struct stat st;
+    CHECK_EQ("stat_flushed", stat(path_c, &st), 0); /* the worker's fflush(NULL) wrote it */
+    CHECK_EQ("stat_flushed_size", (long)st.st_size, c_len);
     CHECK_EQ("pread", pread(fd_a, buf, 20, 0), 20);
     CHECK("pread_data", memcmp(buf, "abcXYfghij0123456789", 20) == 0);
     /* the worker's lines, read back through the same stream */
@@ -233,6 +255,7 @@ int main(void)
     unlink(path_b);
     unlink(path_c);
     unlink(scan_path);
+    unlink(in_path);
     rmdir(dir);
     return check_finish();
 }

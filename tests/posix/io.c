@@ -11,7 +11,7 @@
  * thread does file I/O on buffers main filled, through paths main wrote.
  * A second thread then checks that what the kernel stored into its
  * buffers reached it.  File descriptors and FILEs are used only by the
- * thread that opened them (descriptors are per node process).
+ * thread that opened them (tests/posix/files.c shares them).
  * RESULT ok=1 checks=N (check.h) */
 #include <fcntl.h>
 #include <pthread.h>
