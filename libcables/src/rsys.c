@@ -96,7 +96,7 @@ typedef struct job {
 
 static cb_mutex_t pool_mu = CB_MUTEX_INIT;
 static job_t *head, *tail;
-static uint32_t idle, started;
+static uint32_t queued, idle, started; /* a job is taken by an idle proxy, or one started */
 static _Atomic uint32_t jobs_seq; /* proxies sleep on it */
 
 static void answer(const cb_msg_t *req, long res, int err, int refused, void *payload, size_t len)
@@ -194,6 +194,7 @@ static void *proxy_main(void *arg)
         job_t *j = head;
         if (!(head = j->next))
             tail = NULL;
+        queued--;
         cb_mutex_unlock(&pool_mu);
         run(j);
         free(j);
@@ -216,7 +217,10 @@ void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len)
     cb_mutex_lock(&pool_mu);
     if (tail) tail->next = j; else head = j;
     tail = j;
-    bool start = idle == 0 && started < PROXY_MAX;
+    queued++;
+    /* idle counts proxies until they take a job: one woken may not have
+     * taken its job yet, so a proxy is started when the jobs outnumber them */
+    bool start = queued > idle && started < PROXY_MAX;
     if (start)
         started++;
     atomic_fetch_add(&jobs_seq, 1);

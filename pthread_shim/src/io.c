@@ -398,11 +398,11 @@ static bool open_has_mode(int flags)
             mode = va_arg(ap, mode_t);                                       \
             va_end(ap);                                                      \
         }                                                                    \
-        if (shim_remote_fd(-1))                                              \
+        if (shim_remote_fd(-1) && !shim_local_path(AT_FDCWD, path))          \
             return shim_rs_openat(AT_FDCWD, path, flags, mode);              \
         if (!path_ours(path))                                                \
-            return LIBC(name)(path, flags, mode);                            \
-        return RETRY(PATH(path), LIBC(name)(path, flags, mode));             \
+            return shim_local_opened(LIBC(name)(path, flags, mode));         \
+        return shim_local_opened(RETRY(PATH(path), LIBC(name)(path, flags, mode))); \
     }
 OPEN(open)
 OPEN(open64)
@@ -417,11 +417,11 @@ OPEN(open64)
             mode = va_arg(ap, mode_t);                                       \
             va_end(ap);                                                      \
         }                                                                    \
-        if (shim_remote_fd(dir == AT_FDCWD ? -1 : dir))                      \
+        if (shim_remote_fd(dir == AT_FDCWD ? -1 : dir) && !shim_local_path(dir, path)) \
             return shim_rs_openat(dir, path, flags, mode);                   \
         if (!path_ours(path))                                                \
-            return LIBC(name)(dir, path, flags, mode);                       \
-        return RETRY(PATH(path), LIBC(name)(dir, path, flags, mode));        \
+            return shim_local_opened(LIBC(name)(dir, path, flags, mode));    \
+        return shim_local_opened(RETRY(PATH(path), LIBC(name)(dir, path, flags, mode))); \
     }
 OPENAT(openat)
 OPENAT(openat64)
@@ -453,10 +453,10 @@ int remove(const char *path)
 #define FOPEN(name)                                                          \
     FILE *name(const char *path, const char *mode)                           \
     {                                                                        \
-        if (shim_remote_fd(-1))                                              \
+        if (shim_remote_fd(-1) && !shim_local_path(AT_FDCWD, path))          \
             return shim_rs_fopen(path, mode);                                \
         if (!path_ours(path))                                                \
-            return LIBC(name)(path, mode);                                   \
+            return shim_local_stream(LIBC(name)(path, mode));                \
         FILE *f = NULL;                                                      \
         for (int t = 0; t < TRIES && !f; t++) {                              \
             PATH(path);                                                      \
@@ -464,7 +464,7 @@ int remove(const char *path)
             if (!f && errno != EFAULT)                                       \
                 break;                                                       \
         }                                                                    \
-        return f;                                                            \
+        return shim_local_stream(f);                                         \
     }
 FOPEN(fopen)
 FOPEN(fopen64)
@@ -537,7 +537,7 @@ int lstat64(const char *restrict path, struct stat64 *restrict st) { STORE_T_PAT
 int fstatat(int dir, const char *restrict path, struct stat *restrict st, int flags)
 {
     if (dir != AT_FDCWD && shim_remote_fd(dir))
-        return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 2, sizeof *st);
+        return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat, st, path, CALL)
 }
 #undef CALL
@@ -545,7 +545,7 @@ int fstatat(int dir, const char *restrict path, struct stat *restrict st, int fl
 int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, int flags)
 {
     if (dir != AT_FDCWD && shim_remote_fd(dir))
-        return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 2, sizeof *st);
+        return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat64, st, path, CALL)
 }
 #undef CALL
@@ -553,7 +553,7 @@ int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, in
 int statx(int dir, const char *restrict path, int flags, unsigned mask, struct statx *restrict st)
 {
     if (dir != AT_FDCWD && shim_remote_fd(dir))
-        return (int)shim_rs_store(SYS_statx, dir, P(path), flags, mask, 4, sizeof *st);
+        return (int)shim_rs_store(SYS_statx, dir, P(path), flags, mask, P(st), 4, sizeof *st);
     STORE_T_PATH(struct statx, st, path, CALL)
 }
 #undef CALL
@@ -561,7 +561,7 @@ int statx(int dir, const char *restrict path, int flags, unsigned mask, struct s
 int fstat(int fd, struct stat *st)
 {
     if (shim_remote_fd(fd))
-        return (int)shim_rs_store(SYS_fstat, fd, P(st), 0, 0, 1, sizeof *st);
+        return (int)shim_rs_store(SYS_fstat, fd, P(st), 0, 0, 0, 1, sizeof *st);
     STORE_T(struct stat, st, CALL)
 }
 #undef CALL
@@ -569,7 +569,7 @@ int fstat(int fd, struct stat *st)
 int fstat64(int fd, struct stat64 *st)
 {
     if (shim_remote_fd(fd))
-        return (int)shim_rs_store(SYS_fstat, fd, P(st), 0, 0, 1, sizeof *st);
+        return (int)shim_rs_store(SYS_fstat, fd, P(st), 0, 0, 0, 1, sizeof *st);
     STORE_T(struct stat64, st, CALL)
 }
 #undef CALL
@@ -996,6 +996,45 @@ size_t fwrite(const void *restrict p, size_t size, size_t n, FILE *restrict f)
     if (size && n <= SIZE_MAX / size && ours(p, size * n))
         present(p, size * n, false); /* large writes go straight from p */
     return LIBC(fwrite)(p, size, n, f);
+}
+
+/* _FORTIFY_SOURCE's: the check, then the call above */
+char *__fgets_chk(char *s, size_t size, int n, FILE *f);
+char *__fgets_unlocked_chk(char *s, size_t size, int n, FILE *f);
+size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
+size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
+void __chk_fail(void) __attribute__((noreturn));
+
+char *__fgets_chk(char *s, size_t size, int n, FILE *f)
+{
+    if (n > 0 && (size_t)n > size)
+        __chk_fail();
+    return fgets(s, n, f);
+}
+
+char *__fgets_unlocked_chk(char *s, size_t size, int n, FILE *f)
+{
+    if (n > 0 && (size_t)n > size)
+        __chk_fail();
+    return fgets_unlocked(s, n, f);
+}
+
+static void fread_check(size_t plen, size_t size, size_t n)
+{
+    if (size && (n > SIZE_MAX / size || size * n > plen))
+        __chk_fail();
+}
+
+size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f)
+{
+    fread_check(plen, size, n);
+    return fread(p, size, n, f);
+}
+
+size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f)
+{
+    fread_check(plen, size, n);
+    return fread_unlocked(p, size, n, f);
 }
 
 char *fgets(char *restrict s, int n, FILE *restrict f)

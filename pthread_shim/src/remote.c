@@ -37,6 +37,7 @@
 #include <sys/uio.h>
 #include <termios.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "shim.h"
 
@@ -255,9 +256,10 @@ int shim_rs_openat(int dir, const char *path, int flags, mode_t mode)
 }
 
 /* nr(a0, buf) or nr(a0, path, buf, flags) storing a struct: n bytes at arg a */
-long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int a, size_t n)
+long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
+                   size_t n)
 {
-    cb_rsys_t r = rq(nr, a0, a1, a2, a3, 0, 0);
+    cb_rsys_t r = rq(nr, a0, a1, a2, a3, a4, 0);
     if (nr == SYS_newfstatat || nr == SYS_statx)
         with_path(&r, 1);
     with(&r, a, RSYS_OUT, n);
@@ -357,10 +359,55 @@ int shim_rs_epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
         return REAL(name) args;                                              \
     }
 
-FD_CALL(int, close, (int fd), (fd), fd, SYS_close, fd, 0, 0, 0)
+_Atomic uint64_t shim_local_fds[1024];
+
+static void local_mark(int fd, bool on)
+{
+    if (fd < 0 || fd >= 65536)
+        return;
+    uint64_t bit = 1ull << (fd & 63);
+    if (on)
+        atomic_fetch_or(&shim_local_fds[fd >> 6], bit);
+    else
+        atomic_fetch_and(&shim_local_fds[fd >> 6], ~bit);
+}
+
+bool shim_local_path(int dir, const char *path)
+{
+    return (dir == AT_FDCWD || path[0] == '/') &&
+           (!strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5));
+}
+
+int shim_local_opened(int fd)
+{
+    if (shim_remote_fd(-1))
+        local_mark(fd, true);
+    return fd;
+}
+
+int close(int fd)
+{
+    if (shim_remote_fd(fd))
+        return (int)sys6(SYS_close, fd, 0, 0, 0);
+    if (shim_local_fd(fd) && cb_app_thread)
+        local_mark(fd, false);
+    return REAL(close)(fd);
+}
 FD_CALL(int, dup, (int fd), (fd), fd, SYS_dup, fd, 0, 0, 0)
-FD_CALL(int, dup2, (int fd, int to), (fd, to), fd, SYS_dup2, fd, to, 0, 0)
-FD_CALL(int, dup3, (int fd, int to, int flags), (fd, to, flags), fd, SYS_dup3, fd, to, flags, 0)
+
+/* both descriptors the master's, or both this node's; not one of each */
+#define DUP_TO(name, params, args, nr, ...)                                  \
+    int name params                                                          \
+    {                                                                        \
+        bool rf = shim_remote_fd(fd), rt = shim_remote_fd(to);               \
+        if (rf != rt)                                                        \
+            return errno = EBADF, -1;                                        \
+        if (rf)                                                              \
+            return (int)sys6(nr, __VA_ARGS__);                               \
+        return REAL(name) args;                                              \
+    }
+DUP_TO(dup2, (int fd, int to), (fd, to), SYS_dup2, fd, to, 0, 0)
+DUP_TO(dup3, (int fd, int to, int flags), (fd, to, flags), SYS_dup3, fd, to, flags, 0)
 FD_CALL(off_t, lseek, (int fd, off_t off, int whence), (fd, off, whence), fd, SYS_lseek, fd, off,
         whence, 0)
 FD_CALL(off64_t, lseek64, (int fd, off64_t off, int whence), (fd, off, whence), fd, SYS_lseek, fd,
@@ -447,6 +494,8 @@ static long fcntl_remote(int fd, int cmd, void *arg)
 FCNTL(fcntl)
 FCNTL(fcntl64)
 
+#define KERNEL_TERMIOS 36 /* the kernel's struct termios (asm/termbits.h), not glibc's */
+
 /* ioctl: what the request number says of its argument (_IOC), or the
  * requests of the terminal and of sockets that say nothing; others are
  * refused (ENOTTY) rather than guessed */
@@ -470,8 +519,8 @@ int ioctl(int fd, unsigned long req, ...)
         case FIONBIO: case FIOASYNC: n = sizeof(int), flags = RSYS_IN; break;
         case TIOCGWINSZ: n = sizeof(struct winsize), flags = RSYS_OUT; break;
         case TIOCSWINSZ: n = sizeof(struct winsize), flags = RSYS_IN; break;
-        case TCGETS: n = 64, flags = RSYS_OUT; break; /* the kernel's termios, and more */
-        case TCSETS: case TCSETSW: case TCSETSF: n = 60, flags = RSYS_IN; break;
+        case TCGETS: n = KERNEL_TERMIOS, flags = RSYS_OUT; break;
+        case TCSETS: case TCSETSW: case TCSETSF: n = KERNEL_TERMIOS, flags = RSYS_IN; break;
         case FIOCLEX: case FIONCLEX: case TIOCNOTTY: case TIOCEXCL: case TIOCNXCL: break;
         default: return errno = ENOTTY, -1;
         }
@@ -486,7 +535,7 @@ int isatty(int fd)
 {
     if (!shim_remote_fd(fd))
         return REAL(isatty)(fd);
-    char t[64];
+    char t[KERNEL_TERMIOS];
     cb_rsys_t r = rq(SYS_ioctl, fd, TCGETS, P(t), 0, 0, 0);
     with(&r, 2, RSYS_OUT, sizeof t);
     if (cb_rsys(&r) == 0)
@@ -541,6 +590,13 @@ static void own_drop(FILE *f)
     cb_mutex_unlock(&own_mu);
 }
 
+FILE *shim_local_stream(FILE *f)
+{
+    if (f && shim_remote_fd(-1))
+        local_mark(fileno(f), true);
+    return own_add(f);
+}
+
 bool shim_remote_file(FILE *f)
 {
     return f && shim_remote_fd(-1) && f != stdout && f != stderr && !own_has(f);
@@ -548,6 +604,7 @@ bool shim_remote_file(FILE *f)
 
 FILE *fmemopen(void *buf, size_t n, const char *mode) { return own_add(REAL(fmemopen)(buf, n, mode)); }
 FILE *open_memstream(char **p, size_t *n) { return own_add(REAL(open_memstream)(p, n)); }
+FILE *open_wmemstream(wchar_t **p, size_t *n) { return own_add(REAL(open_wmemstream)(p, n)); }
 FILE *fopencookie(void *c, const char *mode, cookie_io_functions_t io)
 {
     return own_add(REAL(fopencookie)(c, mode, io));
@@ -874,17 +931,42 @@ int ftrylockfile(FILE *f)
 
 void shim_rs_forget(FILE *f)
 {
-    if (shim_remote_fd(-1))
-        own_drop(f);
+    if (!shim_remote_fd(-1))
+        return;
+    own_drop(f);
+    int fd = REAL(fileno)(f);
+    if (shim_local_fd(fd))
+        local_mark(fd, false);
 }
 
 /* ---- at the master: the streams' calls (cb_rsys_lib) ---- */
 
 static FILE *file_of(int64_t h) { return h == RS_STDIN ? stdin : (FILE *)(uintptr_t)h; }
 
+/* libc's list of open streams (exported by glibc: the list fflush(NULL) walks) */
+extern FILE *_IO_list_all;
+void _IO_list_lock(void);
+void _IO_list_unlock(void);
+
+/* a stream open here: another node's pointer is never dereferenced blindly */
+static bool stream_here(FILE *f)
+{
+    bool found = false;
+    _IO_list_lock();
+    for (FILE *p = _IO_list_all; p && !found; p = p->_chain)
+        found = p == f;
+    _IO_list_unlock();
+    return found;
+}
+
 static long lib_exec(int64_t op, int64_t a[6], int *err)
 {
-    FILE *f = file_of(a[0]);
+    FILE *f = op == RS_FREOPEN ? file_of(a[2]) : file_of(a[0]);
+    bool opens = op == RS_FOPEN || op == RS_FDOPEN || op == RS_TMPFILE || op == RS_POPEN;
+    if (!opens && !(op == RS_FFLUSH && !f) && !stream_here(f)) {
+        *err = EBADF;
+        return -1;
+    }
     long r = 0;
     errno = 0;
     switch (op) {
@@ -907,7 +989,7 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     case RS_FFLUSH: r = fflush(f); break;
     case RS_FWRITE: r = (long)fwrite((const void *)(uintptr_t)a[1], 1, (size_t)a[2], f); break;
     case RS_FREAD: r = (long)fread((void *)(uintptr_t)a[1], 1, (size_t)a[2], f); break;
-    case RS_FGETS: r = fgets((char *)(uintptr_t)a[1], (int)a[2], f) != NULL; break;
+    case RS_FGETS: r = fgets((char *)(uintptr_t)a[1], (int)a[2], f) ? 1 : -1; break;
     case RS_FGETC: r = fgetc(f); break;
     case RS_UNGETC: r = ungetc((int)a[1], f); break;
     case RS_FPUTC: r = fputc((int)a[1], f); break;
@@ -934,11 +1016,13 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     case RS_SETVBUF: r = setvbuf(f, NULL, (int)a[1], (size_t)a[2]); break;
     default: r = -1, errno = ENOSYS;
     }
-    *err = errno;
-    /* the callers read -1 (or a NULL stream) with errno as a failure */
-    if (r == 0 && (op == RS_FOPEN || op == RS_FDOPEN || op == RS_FREOPEN || op == RS_TMPFILE ||
-                   op == RS_POPEN))
-        r = 0, *err = *err ? *err : EINVAL;
+    /* errno where the call failed: -1 (EOF), a NULL stream, a short
+     * transfer, a refused buffering */
+    bool failed = r == -1 || ((opens || op == RS_FREOPEN) && r == 0) ||
+                  ((op == RS_FWRITE || op == RS_FREAD) && r < a[2]) || (op == RS_SETVBUF && r);
+    *err = failed ? errno : 0;
+    if (failed && !*err && (opens || op == RS_FREOPEN))
+        *err = EINVAL;
     return r;
 }
 

@@ -8,6 +8,7 @@
 #define CABLES_SHIM_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "../../libcables/src/internal.h"
@@ -37,12 +38,22 @@ int64_t shim_deadline(clockid_t c, const struct timespec *abs);
  * (libcables/src/rsys.c): an application thread of another node, on any
  * descriptor but its node's standard output and error (-1: a call that
  * makes one) */
+/* descriptors < 65536 opened here for a path of this node's own (/proc,
+ * /sys: what they describe is this node process and machine) */
+extern _Atomic uint64_t shim_local_fds[1024];
+static inline bool shim_local_fd(int fd)
+{
+    return fd >= 0 && fd < 65536 &&
+           (atomic_load_explicit(&shim_local_fds[fd >> 6], memory_order_relaxed) >> (fd & 63) & 1);
+}
 static inline bool shim_remote_fd(int fd)
 {
-    return cb_app_thread && cb.self != 0 && fd != 1 && fd != 2;
+    return cb_app_thread && cb.self != 0 && fd != 1 && fd != 2 && !shim_local_fd(fd);
 }
+bool shim_local_path(int dir, const char *path); /* a path of /proc or /sys */
+int shim_local_opened(int fd);                   /* fd is such a descriptor: fd */
+FILE *shim_local_stream(FILE *f);                /* f is this node's: f */
 #include <stdarg.h>
-#include <stdio.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -67,7 +78,8 @@ ssize_t shim_rs_sendto(int fd, const void *buf, size_t n, int flags, const struc
 ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags);
 ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags);
 int shim_rs_openat(int dir, const char *path, int flags, mode_t mode);
-long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int a, size_t n);
+long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
+                   size_t n);
 int shim_rs_addr(long nr, int fd, struct sockaddr *addr, socklen_t *len, int flags);
 int shim_rs_load(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
                  size_t n);

@@ -54,6 +54,18 @@ static void *worker(void *arg)
     CHECK_EQ("w_fstat_size", (long)st.st_size, 20);
     CHECK_EQ("w_fcntl_getfl", fcntl(fd_a, F_GETFL) & O_ACCMODE, O_RDWR);
     CHECK_EQ("w_isatty", isatty(fd_a), 0);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    CHECK_GE("w_open_dir", dfd, 0);
+    struct statx sx;
+    CHECK_EQ("w_statx_dirfd", statx(dfd, "a", 0, STATX_SIZE, &sx), 0);
+    CHECK_EQ("w_statx_size", (long)sx.stx_size, 20);
+    CHECK_EQ("w_close_dir", close(dfd), 0);
+    /* /proc/self is the thread's own process (on 2 nodes: its node's) */
+    FILE *ps = fopen("/proc/self/stat", "r");
+    int pid = 0;
+    CHECK("w_proc_self", ps && fscanf(ps, "%d", &pid) == 1 && pid == getpid());
+    if (ps)
+        fclose(ps);
     /* a stream main opened */
     for (int i = 0; i < LINES; i++)
         fprintf(f_main, "line %d of the worker\n", i);
@@ -131,6 +143,8 @@ static void *worker(void *arg)
     CHECK_EQ("w_getline_lines", lines, LINES);
     CHECK_EQ("w_getline_good", good, LINES);
     CHECK("w_feof", feof(r) != 0);
+    char keep[8] = "keep"; /* fgets at the end leaves the buffer alone */
+    CHECK("w_fgets_eof", fgets(keep, sizeof keep, r) == NULL && strcmp(keep, "keep") == 0);
     CHECK_EQ("w_fclose_r", fclose(r), 0);
     CHECK_EQ("w_read_pipe_w", read(pipe_w[0], buf, sizeof buf), 6);
     CHECK("w_read_pipe_w_data", memcmp(buf, "pipe!", 6) == 0);
