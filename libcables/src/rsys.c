@@ -158,8 +158,10 @@ static void run(job_t *j)
                     uint64_t unit = r.buf[i].flags >> 16 ? r.buf[i].flags >> 16 : 1;
                     n = res < 0 ? 0 : (uint64_t)res <= n / unit ? (uint64_t)res * unit : n;
                 }
-                else if (r.buf[i].flags & RSYS_STRING)
-                    n = strnlen(b[i], n) + 1 <= n ? strnlen(b[i], n) + 1 : n;
+                else if (r.buf[i].flags & RSYS_STRING) {
+                    size_t s = strnlen(b[i], n);
+                    n = s < n ? s + 1 : n;
+                }
             }
             lens[i] = n;
             memcpy(out + at, b[i], n);

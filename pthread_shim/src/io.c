@@ -216,7 +216,7 @@ POS_IO(pwrite64, const void *, off64_t, false)
 ssize_t readv(int fd, const struct iovec *v, int n)
 {
     if (shim_remote_fd(fd))
-        return shim_rs_readv(fd, v, n, -1);
+        return shim_rs_readv(fd, v, n, false, 0);
     if (!iov_ours(v, n))
         return LIBC(readv)(fd, v, n);
     return RETRY(iov_present(v, n, true), LIBC(readv)(fd, v, n));
@@ -225,7 +225,7 @@ ssize_t readv(int fd, const struct iovec *v, int n)
 ssize_t writev(int fd, const struct iovec *v, int n)
 {
     if (shim_remote_fd(fd))
-        return shim_rs_writev(fd, v, n, -1);
+        return shim_rs_writev(fd, v, n, false, 0);
     if (!iov_ours(v, n))
         return LIBC(writev)(fd, v, n);
     return RETRY(iov_present(v, n, false), LIBC(writev)(fd, v, n));
@@ -235,8 +235,8 @@ ssize_t writev(int fd, const struct iovec *v, int n)
     ssize_t name(int fd, const struct iovec *v, int n, off_t_ off)           \
     {                                                                        \
         if (shim_remote_fd(fd))                                              \
-            return write ? (off < 0 ? (errno = EINVAL, -1) : shim_rs_readv(fd, v, n, off)) \
-                         : (off < 0 ? (errno = EINVAL, -1) : shim_rs_writev(fd, v, n, off)); \
+            return write ? shim_rs_readv(fd, v, n, true, off)                \
+                         : shim_rs_writev(fd, v, n, true, off);              \
         if (!iov_ours(v, n))                                                 \
             return LIBC(name)(fd, v, n, off);                                \
         return RETRY(iov_present(v, n, write), LIBC(name)(fd, v, n, off));   \
@@ -680,10 +680,13 @@ int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct
 }
 #undef CALL
 
-/* socket addresses out: a sockaddr_storage passed (the largest any family
- * gives back); the length the kernel gives back, and that many bytes out,
- * at most the program's length */
-#define ADDR_OUT(call)                                                       \
+/* socket addresses out (a descriptor of the master's: its call nr there):
+ * a sockaddr_storage passed (the largest any family gives back); the
+ * length the kernel gives back, and that many bytes out, at most the
+ * program's length */
+#define ADDR_OUT(nr, flags, call)                                            \
+    if (shim_remote_fd(fd))                                                  \
+        return shim_rs_addr(nr, fd, addr, len, flags);                       \
     if (!addr || !len || (!ours(len, sizeof *len) && !ours(addr, *len)))     \
         return call(addr, len); /* no address: the length is left alone */   \
     struct sockaddr_storage b;                                               \
@@ -699,33 +702,25 @@ int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct
 #define CALL(a, l) LIBC(accept)(fd, a, l)
 int accept(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    if (shim_remote_fd(fd))
-        return shim_rs_addr(SYS_accept4, fd, addr, len, 0);
-    ADDR_OUT(CALL)
+    ADDR_OUT(SYS_accept4, 0, CALL)
 }
 #undef CALL
 #define CALL(a, l) LIBC(accept4)(fd, a, l, flags)
 int accept4(int fd, struct sockaddr *restrict addr, socklen_t *restrict len, int flags)
 {
-    if (shim_remote_fd(fd))
-        return shim_rs_addr(SYS_accept4, fd, addr, len, flags);
-    ADDR_OUT(CALL)
+    ADDR_OUT(SYS_accept4, flags, CALL)
 }
 #undef CALL
 #define CALL(a, l) LIBC(getsockname)(fd, a, l)
 int getsockname(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    if (shim_remote_fd(fd))
-        return shim_rs_addr(SYS_getsockname, fd, addr, len, 0);
-    ADDR_OUT(CALL)
+    ADDR_OUT(SYS_getsockname, 0, CALL)
 }
 #undef CALL
 #define CALL(a, l) LIBC(getpeername)(fd, a, l)
 int getpeername(int fd, struct sockaddr *restrict addr, socklen_t *restrict len)
 {
-    if (shim_remote_fd(fd))
-        return shim_rs_addr(SYS_getpeername, fd, addr, len, 0);
-    ADDR_OUT(CALL)
+    ADDR_OUT(SYS_getpeername, 0, CALL)
 }
 #undef CALL
 

@@ -82,17 +82,14 @@ static long sys6(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3)
 
 /* ---- transfers: in pieces of CHUNK bytes, on while each piece is whole ---- */
 
-/* nr(fd, buf, n[, off]) storing into buf (out) or loading from it; off < 0:
- * not positioned */
-static ssize_t transfer(long nr, int fd, void *buf, size_t n, off_t off, bool out, int flags)
+/* nr(h, buf, n, a3) storing into buf (out) or loading from it; a3 is an
+ * offset that advances with the bytes done (at), or flags */
+static ssize_t transfer(long nr, int64_t h, void *buf, size_t n, int64_t a3, bool at, bool out)
 {
     size_t done = 0;
     do {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
-        char *b = (char *)buf + done;
-        cb_rsys_t r = nr == SYS_recvfrom || nr == SYS_sendto
-                          ? rq(nr, fd, P(b), (int64_t)k, flags, 0, 0)
-                          : rq(nr, fd, P(b), (int64_t)k, off < 0 ? 0 : off + (off_t)done, 0, 0);
+        cb_rsys_t r = rq(nr, h, P((char *)buf + done), (int64_t)k, at ? a3 + (int64_t)done : a3, 0, 0);
         with(&r, 1, out ? RSYS_OUT | RSYS_UPTO_RES : RSYS_IN, k);
         long x = cb_rsys(&r);
         if (x < 0)
@@ -104,30 +101,30 @@ static ssize_t transfer(long nr, int fd, void *buf, size_t n, off_t off, bool ou
     return (ssize_t)done;
 }
 
-ssize_t shim_rs_read(int fd, void *buf, size_t n) { return transfer(SYS_read, fd, buf, n, -1, true, 0); }
+ssize_t shim_rs_read(int fd, void *buf, size_t n) { return transfer(SYS_read, fd, buf, n, 0, false, true); }
 ssize_t shim_rs_write(int fd, const void *buf, size_t n)
 {
-    return transfer(SYS_write, fd, (void *)buf, n, -1, false, 0);
+    return transfer(SYS_write, fd, (void *)buf, n, 0, false, false);
 }
 ssize_t shim_rs_pread(int fd, void *buf, size_t n, off_t off)
 {
     if (off < 0)
         return errno = EINVAL, -1;
-    return transfer(SYS_pread64, fd, buf, n, off, true, 0);
+    return transfer(SYS_pread64, fd, buf, n, off, true, true);
 }
 ssize_t shim_rs_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     if (off < 0)
         return errno = EINVAL, -1;
-    return transfer(SYS_pwrite64, fd, (void *)buf, n, off, false, 0);
+    return transfer(SYS_pwrite64, fd, (void *)buf, n, off, true, false);
 }
 ssize_t shim_rs_recv(int fd, void *buf, size_t n, int flags)
 {
-    return transfer(SYS_recvfrom, fd, buf, n, -1, true, flags);
+    return transfer(SYS_recvfrom, fd, buf, n, flags, false, true);
 }
 ssize_t shim_rs_send(int fd, const void *buf, size_t n, int flags)
 {
-    return transfer(SYS_sendto, fd, (void *)buf, n, -1, false, flags);
+    return transfer(SYS_sendto, fd, (void *)buf, n, flags, false, false);
 }
 
 /* vectors: gathered into one buffer, or read into one and scattered */
@@ -158,7 +155,7 @@ static void scatter(const struct iovec *v, int n, const char *b, size_t len)
     }
 }
 
-ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, off_t off)
+ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, bool positioned, off_t off)
 {
     if (n < 0 || n > IOV_MAX)
         return errno = EINVAL, -1;
@@ -166,14 +163,14 @@ ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, off_t off)
     char *b = malloc(t ? t : 1);
     if (!b)
         return errno = ENOMEM, -1;
-    ssize_t r = off < 0 ? shim_rs_read(fd, b, t) : shim_rs_pread(fd, b, t, off);
+    ssize_t r = positioned ? shim_rs_pread(fd, b, t, off) : shim_rs_read(fd, b, t);
     if (r > 0)
         scatter(v, n, b, (size_t)r);
     free(b);
     return r;
 }
 
-ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, off_t off)
+ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, bool positioned, off_t off)
 {
     if (n < 0 || n > IOV_MAX)
         return errno = EINVAL, -1;
@@ -181,7 +178,7 @@ ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, off_t off)
     char *b = gather(v, n, &t);
     if (!b)
         return errno = ENOMEM, -1;
-    ssize_t r = off < 0 ? shim_rs_write(fd, b, t) : shim_rs_pwrite(fd, b, t, off);
+    ssize_t r = positioned ? shim_rs_pwrite(fd, b, t, off) : shim_rs_write(fd, b, t);
     free(b);
     return r;
 }
@@ -690,44 +687,23 @@ int shim_rs_fgetc(FILE *f) { return (int)rs_file(RS_FGETC, f, 0, 0); }
 int shim_rs_fputc(int c, FILE *f) { return (int)rs_file(RS_FPUTC, f, c, 0); }
 int shim_rs_fseek(FILE *f, off_t off, int whence) { return (int)rs_file(RS_FSEEK, f, off, whence); }
 
-/* fwrite's and fread's bytes, in pieces: the items done */
-size_t shim_rs_fwrite(const void *p, size_t size, size_t n, FILE *f)
+/* fwrite's and fread's bytes, in pieces (transfer): the items done */
+static size_t items(int op, void *p, size_t size, size_t n, FILE *f, bool out)
 {
     if (!size || !n)
         return 0;
     if (n > SIZE_MAX / size)
         return errno = EOVERFLOW, 0;
-    size_t t = size * n, done = 0;
-    while (done < t) {
-        size_t k = t - done < CHUNK ? t - done : CHUNK;
-        cb_rsys_t r = rq(RS_FWRITE, handle(f), P((const char *)p + done), (int64_t)k, 0, 0, 0);
-        with(&r, 1, RSYS_IN, k);
-        long x = cb_rsys(&r);
-        done += x > 0 ? (size_t)x : 0;
-        if (x < (long)k)
-            break;
-    }
-    return done / size;
+    ssize_t done = transfer(op, handle(f), p, size * n, 0, false, out);
+    return done < 0 ? 0 : (size_t)done / size;
 }
 
-size_t shim_rs_fread(void *p, size_t size, size_t n, FILE *f)
+size_t shim_rs_fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
-    if (!size || !n)
-        return 0;
-    if (n > SIZE_MAX / size)
-        return errno = EOVERFLOW, 0;
-    size_t t = size * n, done = 0;
-    while (done < t) {
-        size_t k = t - done < CHUNK ? t - done : CHUNK;
-        cb_rsys_t r = rq(RS_FREAD, handle(f), P((char *)p + done), (int64_t)k, 0, 0, 0);
-        with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, k);
-        long x = cb_rsys(&r);
-        done += x > 0 ? (size_t)x : 0;
-        if (x < (long)k)
-            break;
-    }
-    return done / size;
+    return items(RS_FWRITE, (void *)p, size, n, f, false);
 }
+
+size_t shim_rs_fread(void *p, size_t size, size_t n, FILE *f) { return items(RS_FREAD, p, size, n, f, true); }
 
 char *shim_rs_fgets(char *s, int n, FILE *f)
 {

@@ -62,13 +62,13 @@ FILE *shim_local_stream(FILE *f);                /* f is this node's: f */
 /* a stream of the master's (every stream of another node's application
  * thread but its stdout, stderr and streams in memory) */
 bool shim_remote_file(FILE *f);
-/* the calls made at the master (remote.c); off < 0: not positioned */
+/* the calls made at the master (remote.c) */
 ssize_t shim_rs_read(int fd, void *buf, size_t n);
 ssize_t shim_rs_write(int fd, const void *buf, size_t n);
 ssize_t shim_rs_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t shim_rs_pwrite(int fd, const void *buf, size_t n, off_t off);
-ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, off_t off);
-ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, off_t off);
+ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, bool positioned, off_t off);
+ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, bool positioned, off_t off);
 ssize_t shim_rs_recv(int fd, void *buf, size_t n, int flags);
 ssize_t shim_rs_send(int fd, const void *buf, size_t n, int flags);
 ssize_t shim_rs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,

@@ -49,6 +49,10 @@ static void *worker(void *arg)
     CHECK_EQ("w_pwrite", pwrite(fd_a, "XY", 2, 3), 2);
     CHECK_EQ("w_pread", pread(fd_a, buf, 5, 0), 5);
     CHECK("w_pread_data", memcmp(buf, "abcXY", 5) == 0);
+    char v1[3], v2[4];
+    struct iovec pv[2] = { { v1, sizeof v1 }, { v2, sizeof v2 } };
+    CHECK_EQ("w_preadv", preadv(fd_a, pv, 2, 1), 7);
+    CHECK("w_preadv_data", memcmp(v1, "bcX", 3) == 0 && memcmp(v2, "Yfgh", 4) == 0);
     struct stat st;
     CHECK_EQ("w_fstat", fstat(fd_a, &st), 0);
     CHECK_EQ("w_fstat_size", (long)st.st_size, 20);
@@ -145,6 +149,9 @@ static void *worker(void *arg)
     CHECK("w_feof", feof(r) != 0);
     char keep[8] = "keep"; /* fgets at the end leaves the buffer alone */
     CHECK("w_fgets_eof", fgets(keep, sizeof keep, r) == NULL && strcmp(keep, "keep") == 0);
+    rewind(r);
+    CHECK_EQ("w_fread", fread(buf, 7, 2, r), 2);
+    CHECK("w_fread_data", memcmp(buf, "main 0\nmain 1\n", 14) == 0);
     CHECK_EQ("w_fclose_r", fclose(r), 0);
     CHECK_EQ("w_read_pipe_w", read(pipe_w[0], buf, sizeof buf), 6);
     CHECK("w_read_pipe_w_data", memcmp(buf, "pipe!", 6) == 0);
