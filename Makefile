@@ -15,7 +15,8 @@ CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_
 LIB_SRCS := $(wildcard libcables/src/*.c pthread_shim/src/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
-LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o
+LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o \
+             $(BUILD)/lib/cables/gomp.o $(BUILD)/lib/cables/openmp/libgomp.spec
 RUN      := $(BUILD)/bin/cables-run
 CC_DRIVER := $(BUILD)/bin/cables-cc
 # how a program is linked against libcables (kept even if it names no symbol)
@@ -36,11 +37,16 @@ PT_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(PT_SRCS))
 M4_SRCS   := $(wildcard splash2/*.C m4macros/tests/*.C)
 M4_CABLES := $(patsubst %.C,$(BUILD)/%,$(M4_SRCS))
 M4_NATIVE := $(patsubst %.C,$(BUILD)/native/%,$(M4_SRCS))
+# OpenMP programs: compiled with cables-cc -fopenmp into build/<path>, and
+# with cc -fopenmp (GCC's libgomp) into build/native/<path>
+OMP_SRCS   := $(wildcard tests/openmp/*.c apps/openmp/*.c)
+OMP_CABLES := $(patsubst %.c,$(BUILD)/%,$(OMP_SRCS))
+OMP_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(OMP_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
 MULTI     := $(BUILD)/tests/multinode_tests
 
 all: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE) \
-     $(M4_CABLES) $(M4_NATIVE)
+     $(M4_CABLES) $(M4_NATIVE) $(OMP_CABLES) $(OMP_NATIVE)
 
 $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h pthread_shim/src/shim.h
 	@mkdir -p $(dir $@)
@@ -56,6 +62,15 @@ $(LIB): $(LIB_OBJS) libcables/libcables.map
 $(BUILD)/lib/cables/%.o: libcables/link/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT) -fPIC -c $< -o $@
+
+# the OpenMP runtime is linked into each program (its data is the program's)
+$(BUILD)/lib/cables/gomp.o: openmp/gomp.c libcables/include/cables.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -fPIC -Ilibcables/include -c $< -o $@
+
+$(BUILD)/lib/cables/openmp/libgomp.spec: openmp/libgomp.spec
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 $(RUN): tools/cables-run
 	@mkdir -p $(dir $@)
@@ -101,6 +116,14 @@ $(M4_NATIVE): $(BUILD)/native/%: $(BUILD)/m4/native/%.c splash2/args.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Isplash2 -pthread $< -o $@ -lm
 
+$(OMP_CABLES): $(BUILD)/%: %.c $(CC_DRIVER) $(LIB) $(LINK_OBJS) tests/posix/check.h
+	@mkdir -p $(dir $@)
+	$(CC_DRIVER) -std=gnu11 $(OPT) -Wall -Wextra -fopenmp $< -o $@ -lm
+
+$(OMP_NATIVE): $(BUILD)/native/%: %.c tests/posix/check.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) $(SAN_FLAGS) -Wall -Wextra -fopenmp $< -o $@ -lm
+
 .SECONDARY: $(patsubst %.C,$(BUILD)/m4/cables/%.c,$(M4_SRCS)) $(patsubst %.C,$(BUILD)/m4/native/%.c,$(M4_SRCS))
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
@@ -142,6 +165,9 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
 	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
 	install -m 644 libcables/include/cables.h $(PREFIX)/include/cables.h
+	install -d $(PREFIX)/lib/cables/openmp
+	install -m 644 $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o $(BUILD)/lib/cables/gomp.o $(PREFIX)/lib/cables/
+	install -m 644 openmp/libgomp.spec $(PREFIX)/lib/cables/openmp/
 	install -d $(PREFIX)/share/cables
 	install -m 644 m4macros/c.m4.cables m4macros/c.m4.pthreads $(PREFIX)/share/cables/
 	sed 's|^CABLES_LIBDIR=.*|CABLES_LIBDIR=$(abspath $(PREFIX))/lib|' tools/cables-run > $(PREFIX)/bin/cables-run

@@ -14,6 +14,9 @@ extern "C" {
 /* ---- nodes ---- */
 int cables_node_id(void);    /* this node, 0 = master */
 int cables_node_count(void); /* nodes attached now */
+/* the threads the cluster runs at once: its most nodes at once (launched or
+ * attached on demand) times the threads a node holds (CABLES_THREADS_PER_NODE) */
+int cables_cpu_count(void);
 
 /* ---- global address space ---- */
 typedef enum {

@@ -161,3 +161,8 @@ void cables_stats_print(void)
 
 int cables_node_id(void) { return cb.self; }
 int cables_node_count(void) { return atomic_load(&cb.nnodes); }
+int cables_cpu_count(void)
+{
+    int nodes = cb.cfg.max_nodes > cb.launched ? cb.cfg.max_nodes : cb.launched;
+    return (nodes > 0 ? nodes : 1) * cb.cfg.threads_per_node;
+}

@@ -1,0 +1,1484 @@
+/* The OpenMP runtime of a program compiled with `cables-cc -fopenmp`: the
+ * GOMP_* entry points GCC's OpenMP lowering calls, the omp_* API, and the
+ * __atomic_* / __sync_* library calls that `-fno-inline-atomics` makes of
+ * the program's atomics (DESIGN 8).
+ *
+ * It is written as a plain POSIX threads library and linked into the
+ * program itself (cables-cc puts this object among the program's own), so
+ * that its static data is the program's static data: in the global address
+ * space, one for the whole cluster, and its mutexes, condition variables
+ * and barriers are cluster objects through the pthread shim.  A team's
+ * threads are cluster threads, placed on nodes as any thread is; every
+ * construct synchronizes through those objects, and so brings release
+ * consistency's guarantees with it: what OpenMP calls a flush at a barrier,
+ * a critical section, a lock or an atomic is an acquire and a release here.
+ * GCC's libgomp synchronizes with futexes and inline atomics on one
+ * machine's memory instead, which is why it is not used.
+ *
+ * What it leaves out (openmp/README.md): tasks run at once on the thread
+ * that makes them (undeferred); nested regions are active only up to
+ * OMP_MAX_ACTIVE_LEVELS (default 1); no cancellation, target devices,
+ * detached tasks, task reductions, doacross loops.  A `flush` on its own
+ * (no atomic, lock or barrier with it) is the machine's fence only. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <omp.h>
+
+#include "cables.h"
+
+/* ---- settings (internal control variables) ---- */
+
+typedef enum { S_STATIC = 1, S_DYNAMIC = 2, S_GUIDED = 3, S_AUTO = 4 } sched_t;
+#define S_MONOTONIC 0x80000000u /* omp_sched_monotonic */
+
+static struct {
+    pthread_once_t once;
+    int nthreads;          /* OMP_NUM_THREADS, or the cluster's CPUs */
+    int thread_limit;      /* OMP_THREAD_LIMIT */
+    int max_active_levels; /* OMP_MAX_ACTIVE_LEVELS (OMP_NESTED=true: unlimited) */
+    int dynamic;           /* OMP_DYNAMIC */
+    int run_sched;         /* OMP_SCHEDULE */
+    long run_chunk;
+    size_t stack;          /* OMP_STACKSIZE (0: the runtime's default) */
+} g = { .once = PTHREAD_ONCE_INIT };
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("cables OpenMP: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static long env_whole(const char *name, long lo, long hi, long dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    while (*end == ' ')
+        end++;
+    /* OMP_NUM_THREADS may be a list, one value a nesting level: the first */
+    if (*end == ',' && !strcmp(name, "OMP_NUM_THREADS"))
+        end = "";
+    if (errno || end == v || *end || x < lo || x > hi)
+        die("%s='%s' must be a whole number from %ld to %ld", name, v, lo, hi);
+    return x;
+}
+
+static int env_bool(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    if (!strcasecmp(v, "true") || !strcmp(v, "1"))
+        return 1;
+    if (!strcasecmp(v, "false") || !strcmp(v, "0"))
+        return 0;
+    die("%s='%s' must be true or false", name, v);
+}
+
+/* "[monotonic:|nonmonotonic:]kind[,chunk]" */
+static void env_schedule(void)
+{
+    g.run_sched = S_DYNAMIC, g.run_chunk = 1; /* libgomp's default */
+    const char *v = getenv("OMP_SCHEDULE");
+    if (!v || !*v)
+        return;
+    const char *p = v;
+    unsigned mono = 0;
+    if (!strncasecmp(p, "monotonic:", 10))
+        mono = S_MONOTONIC, p += 10;
+    else if (!strncasecmp(p, "nonmonotonic:", 13))
+        p += 13;
+    static const struct { const char *name; int kind; } kinds[] = {
+        { "static", S_STATIC }, { "dynamic", S_DYNAMIC }, { "guided", S_GUIDED },
+        { "auto", S_AUTO } };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t n = strlen(kinds[i].name);
+        if (strncasecmp(p, kinds[i].name, n) || (p[n] && p[n] != ','))
+            continue;
+        g.run_sched = kinds[i].kind | mono;
+        g.run_chunk = kinds[i].kind == S_STATIC ? 0 : 1;
+        if (p[n] == ',') {
+            char *end;
+            errno = 0;
+            long c = strtol(p + n + 1, &end, 10);
+            if (errno || end == p + n + 1 || *end || c < 1)
+                break;
+            g.run_chunk = c;
+        }
+        return;
+    }
+    die("OMP_SCHEDULE='%s' must be static, dynamic, guided or auto, optionally with "
+        "',CHUNK' (a whole number from 1) and a 'monotonic:' prefix", v);
+}
+
+static void settings_read(void)
+{
+    int cpus = cables_cpu_count();
+    g.nthreads = (int)env_whole("OMP_NUM_THREADS", 1, 1 << 20, cpus > 0 ? cpus : 1);
+    g.thread_limit = (int)env_whole("OMP_THREAD_LIMIT", 1, 1 << 20, 1 << 20);
+    g.max_active_levels = env_bool("OMP_NESTED", 0) ? 255 : 1;
+    g.max_active_levels = (int)env_whole("OMP_MAX_ACTIVE_LEVELS", 0, 255, g.max_active_levels);
+    g.dynamic = env_bool("OMP_DYNAMIC", 0);
+    env_schedule();
+    const char *v = getenv("OMP_STACKSIZE");
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10), unit = 1024;
+        if (*end == 'B' || *end == 'b')
+            unit = 1, end++;
+        else if (*end == 'K' || *end == 'k')
+            unit = 1024, end++;
+        else if (*end == 'M' || *end == 'm')
+            unit = 1024 * 1024, end++;
+        else if (*end == 'G' || *end == 'g')
+            unit = 1024ull * 1024 * 1024, end++;
+        if (errno || end == v || *end || s == 0 || s > (1ull << 40) / unit)
+            die("OMP_STACKSIZE='%s' must be a size such as 8M (B, K, M or G; K if none)", v);
+        g.stack = (size_t)(s * unit);
+    }
+}
+
+static void settings(void) { pthread_once(&g.once, settings_read); }
+
+/* ---- teams ---- */
+
+/* A worksharing construct's state (a loop, sections, a single), in a ring
+ * of RING slots per team: threads that left a construct with nowait may be
+ * up to RING constructs ahead of the slowest. */
+#define RING 8
+enum { W_LOOP, W_SINGLE };
+struct ws {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long idx;         /* the construct's number in its region */
+    int left;         /* threads that have left it; the slot is free at nthreads */
+    int kind;
+    bool ull;         /* an unsigned long long loop */
+    int sched;        /* S_* */
+    unsigned long long n, next, chunk; /* iterations, the next not handed out, chunk */
+    unsigned long long start, incr;    /* iteration k is start + k * incr */
+    unsigned long long ord_next;       /* the first iteration of the chunk whose turn it is */
+    bool taken;       /* single: a thread runs it */
+    bool copy_ready;  /* single copyprivate: copy_ptr is set */
+    void *copy_ptr;
+};
+
+
+/* a thread's data environment: what a team's threads inherit from the
+ * thread that made the team */
+struct env {
+    int nthreads_var, run_sched;
+    long run_chunk;
+};
+
+struct thr;
+struct team {
+    unsigned nthreads;
+    void (*fn)(void *);
+    void *data;
+    bool pre;               /* ring[0] holds a combined construct's loop */
+    bool pooled;            /* run by the pool's threads, else by its own */
+    struct env env;         /* its master's */
+    int level, active_level; /* of the region it runs */
+    struct team *parent;    /* the master's team before, and its number there */
+    unsigned parent_id;
+    pthread_barrier_t *bar; /* nthreads > 1 */
+    pthread_barrier_t own_bar;
+    pthread_t *threads;     /* its own threads */
+    struct ws ring[RING];
+};
+
+/* this thread: its team and place in it.  A thread outside any region is
+ * the one member of an implicit team of its own. */
+struct thr {
+    struct team *team;
+    unsigned id;
+    long ws_count;          /* constructs entered in this region */
+    struct ws *ws;          /* the construct it is in */
+    unsigned long long trip; /* static loops: chunks taken */
+    unsigned long long lo, hi; /* the chunk it runs (iteration numbers) */
+    bool has_chunk;
+    struct env env;
+};
+static __thread struct thr self;
+static __thread struct team *implicit;
+
+static void ring_reset(struct team *t)
+{
+    for (int k = 0; k < RING; k++) {
+        t->ring[k].idx = k - RING;
+        t->ring[k].left = (int)t->nthreads;
+    }
+}
+
+static struct thr *me(void)
+{
+    if (!self.team) {
+        settings();
+        if (!implicit) {
+            implicit = calloc(1, sizeof *implicit);
+            if (!implicit)
+                die("out of memory for a thread's implicit team");
+            implicit->nthreads = 1;
+            ring_reset(implicit);
+        }
+        self = (struct thr){ .team = implicit,
+                             .env = { g.nthreads, g.run_sched, g.run_chunk } };
+    }
+    return &self;
+}
+
+static void team_barrier(struct team *t)
+{
+    if (t->nthreads > 1) {
+        int rc = pthread_barrier_wait(t->bar);
+        if (rc && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+            die("a team barrier failed: %s", strerror(rc));
+    }
+}
+
+/* member id of team t: runs the region's function, then waits at its end */
+static void member_run(struct team *t, unsigned id)
+{
+    self = (struct thr){ .team = t, .id = id, .env = t->env };
+    if (t->pre)
+        self.ws_count = 1, self.ws = &t->ring[0];
+    t->fn(t->data);
+    team_barrier(t);
+    self.team = NULL;
+}
+
+/* The pool: threads kept between regions for one team at a time (libgomp
+ * keeps its threads the same way: starting a thread on another node costs
+ * milliseconds).  A team made while the pool is busy (a nested region, or
+ * regions of several application threads at once) has threads of its own,
+ * joined at its end. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t go;
+    unsigned long gen;          /* one more at each region the pool runs */
+    struct team *team;          /* the region it runs */
+    unsigned workers;           /* its threads: members 1 to workers */
+    bool busy;
+    struct team *cached;        /* the team it runs, kept for the next region */
+    pthread_barrier_t **bars;   /* a barrier for each team size, made once */
+    unsigned nbars;
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER };
+
+struct worker_arg {
+    unsigned id;
+    unsigned long seen; /* pool threads: the generation run last */
+    struct team *team;  /* a team's own threads */
+};
+
+static void *pool_worker(void *p)
+{
+    struct worker_arg a = *(struct worker_arg *)p;
+    free(p);
+    for (;;) {
+        pthread_mutex_lock(&pool.mu);
+        while (pool.gen == a.seen)
+            pthread_cond_wait(&pool.go, &pool.mu);
+        a.seen = pool.gen;
+        struct team *t = pool.team;
+        pthread_mutex_unlock(&pool.mu);
+        if (a.id < t->nthreads)
+            member_run(t, a.id);
+    }
+    return NULL;
+}
+
+static void *own_worker(void *p)
+{
+    struct worker_arg a = *(struct worker_arg *)p;
+    free(p);
+    member_run(a.team, a.id);
+    return NULL;
+}
+
+static pthread_attr_t *worker_attr(pthread_attr_t *at)
+{
+    if (!g.stack)
+        return NULL;
+    pthread_attr_init(at);
+    if (pthread_attr_setstacksize(at, g.stack))
+        die("OMP_STACKSIZE=%zu is not a stack size this system takes", g.stack);
+    return at;
+}
+
+static void start_thread(void *(*fn)(void *), unsigned id, unsigned long seen, struct team *t,
+                         pthread_t *out)
+{
+    struct worker_arg *a = malloc(sizeof *a);
+    if (!a)
+        die("out of memory for a thread");
+    *a = (struct worker_arg){ id, seen, t };
+    pthread_attr_t at;
+    pthread_t th;
+    int rc = pthread_create(&th, worker_attr(&at), fn, a);
+    if (g.stack)
+        pthread_attr_destroy(&at);
+    if (rc)
+        die("cannot start thread %u of a team: %s", id, strerror(rc));
+    if (out)
+        *out = th;
+    else
+        pthread_detach(th);
+}
+
+static pthread_barrier_t *pool_barrier(unsigned n)
+{
+    if (n >= pool.nbars) {
+        unsigned m = n + 16;
+        pthread_barrier_t **b = realloc(pool.bars, m * sizeof *b);
+        if (!b)
+            die("out of memory for a team barrier");
+        memset(b + pool.nbars, 0, (m - pool.nbars) * sizeof *b);
+        pool.bars = b, pool.nbars = m;
+    }
+    if (!pool.bars[n]) {
+        pool.bars[n] = malloc(sizeof(pthread_barrier_t));
+        if (!pool.bars[n] || pthread_barrier_init(pool.bars[n], NULL, n))
+            die("cannot make a barrier for a team of %u", n);
+    }
+    return pool.bars[n];
+}
+
+/* The team of a region the calling thread meets: num_threads threads (0:
+ * its nthreads-var), one if nesting is not active at this level. */
+static struct team *team_make(void (*fn)(void *), void *data, unsigned num_threads)
+{
+    struct thr *s = me();
+    struct team *cur = s->team;
+    unsigned n = num_threads ? num_threads : (unsigned)s->env.nthreads_var;
+    if (cur->active_level >= g.max_active_levels)
+        n = 1;
+    if (n > (unsigned)g.thread_limit)
+        n = (unsigned)g.thread_limit;
+    struct team *t = NULL;
+    if (n > 1) {
+        pthread_mutex_lock(&pool.mu);
+        if (!pool.busy) {
+            pool.busy = true;
+            if (!pool.cached && !(pool.cached = calloc(1, sizeof *pool.cached)))
+                die("out of memory for a team");
+            t = pool.cached;
+            t->pooled = true;
+            t->bar = pool_barrier(n);
+        }
+        pthread_mutex_unlock(&pool.mu);
+    }
+    if (!t) {
+        if (!(t = calloc(1, sizeof *t)))
+            die("out of memory for a team");
+        if (n > 1) {
+            if (pthread_barrier_init(&t->own_bar, NULL, n))
+                die("cannot make a barrier for a team of %u", n);
+            t->bar = &t->own_bar;
+            if (!(t->threads = calloc(n, sizeof *t->threads)))
+                die("out of memory for a team");
+        }
+    }
+    t->nthreads = n;
+    t->fn = fn, t->data = data;
+    t->pre = false;
+    t->env = s->env;
+    t->level = cur->level + 1;
+    t->active_level = cur->active_level + (n > 1);
+    t->parent = cur, t->parent_id = s->id;
+    ring_reset(t);
+    return t;
+}
+
+/* its other threads start; the caller becomes member 0 (saved: its place
+ * before, given back by team_end) */
+static void team_start(struct team *t, struct thr *saved)
+{
+    *saved = self;
+    if (t->pooled) {
+        pthread_mutex_lock(&pool.mu);
+        while (pool.workers < t->nthreads - 1) {
+            pool.workers++;
+            start_thread(pool_worker, pool.workers, pool.gen, NULL, NULL);
+        }
+        pool.team = t;
+        pool.gen++;
+        pthread_cond_broadcast(&pool.go);
+        pthread_mutex_unlock(&pool.mu);
+    } else {
+        for (unsigned i = 1; i < t->nthreads; i++)
+            start_thread(own_worker, i, 0, t, &t->threads[i]);
+    }
+    self = (struct thr){ .team = t, .id = 0, .env = t->env };
+    if (t->pre)
+        self.ws_count = 1, self.ws = &t->ring[0];
+}
+
+static void team_end(struct team *t, const struct thr *saved)
+{
+    team_barrier(t);
+    self = *saved;
+    if (t->pooled) {
+        pthread_mutex_lock(&pool.mu);
+        pool.busy = false;
+        pthread_mutex_unlock(&pool.mu);
+        return;
+    }
+    for (unsigned i = 1; i < t->nthreads; i++)
+        pthread_join(t->threads[i], NULL);
+    if (t->nthreads > 1)
+        pthread_barrier_destroy(&t->own_bar);
+    free(t->threads);
+    free(t);
+}
+
+/* ---- worksharing ---- */
+
+/* Enters the calling thread's next construct: its slot, locked; *first if
+ * this thread is the first there (it sets the construct up). */
+static struct ws *ws_enter(struct thr *s, bool *first)
+{
+    struct team *t = s->team;
+    long idx = s->ws_count++;
+    struct ws *w = &t->ring[idx % RING];
+    pthread_mutex_lock(&w->mu);
+    *first = false;
+    while (w->idx != idx) {
+        if (w->idx == idx - RING && w->left == (int)t->nthreads) {
+            w->idx = idx, w->left = 0;
+            *first = true;
+            break;
+        }
+        pthread_cond_wait(&w->cv, &w->mu);
+    }
+    s->ws = w;
+    s->trip = 0, s->has_chunk = false;
+    return w;
+}
+
+/* the calling thread is done with w (locked): the last one frees the slot */
+static void ws_left_locked(struct team *t, struct ws *w)
+{
+    if (++w->left == (int)t->nthreads)
+        pthread_cond_broadcast(&w->cv);
+}
+
+static void ws_leave(struct thr *s)
+{
+    struct ws *w = s->ws;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    ws_left_locked(s->team, w);
+    pthread_mutex_unlock(&w->mu);
+    s->ws = NULL;
+}
+
+static void loop_setup(struct ws *w, int sched, unsigned long long n, unsigned long long start,
+                       unsigned long long incr, long chunk, bool ull, bool ordered)
+{
+    sched &= ~(int)S_MONOTONIC;
+    if (sched == S_AUTO)
+        sched = S_STATIC; /* the placement a cluster wants: each thread its block */
+    w->kind = W_LOOP;
+    w->sched = sched;
+    w->n = n, w->next = 0;
+    w->chunk = chunk > 0 ? (unsigned long long)chunk : sched == S_STATIC ? 0 : 1;
+    w->start = start, w->incr = incr;
+    w->ull = ull;
+    w->ord_next = ordered ? 0 : ~0ull;
+}
+
+static unsigned long long count_long(long start, long end, long incr)
+{
+    if (incr > 0)
+        return end > start ? ((unsigned long long)(end - start) + (unsigned long long)incr - 1) /
+                                 (unsigned long long)incr
+                           : 0;
+    unsigned long long step = -(unsigned long long)incr;
+    return start > end ? ((unsigned long long)(start - end) + step - 1) / step : 0;
+}
+
+static unsigned long long count_ull(bool up, unsigned long long start, unsigned long long end,
+                                    unsigned long long incr)
+{
+    if (up)
+        return end > start ? (end - start + incr - 1) / incr : 0;
+    unsigned long long step = -incr;
+    return start > end ? (start - end + step - 1) / step : 0;
+}
+
+/* ordered loops: the chunk this thread ran is done, the turn passes on */
+static void ordered_pass(struct thr *s)
+{
+    struct ws *w = s->ws;
+    if (!s->has_chunk || w->ord_next == ~0ull)
+        return;
+    pthread_mutex_lock(&w->mu);
+    while (w->ord_next != s->lo)
+        pthread_cond_wait(&w->cv, &w->mu);
+    w->ord_next = s->hi;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    s->has_chunk = false;
+}
+
+/* the calling thread's next chunk of its loop, as iteration numbers [lo, hi) */
+static bool chunk_next(struct thr *s)
+{
+    struct ws *w = s->ws;
+    struct team *t = s->team;
+    ordered_pass(s);
+    unsigned long long lo, hi;
+    if (w->sched == S_STATIC) {
+        unsigned long long nt = t->nthreads, id = s->id;
+        if (w->chunk == 0) {
+            if (s->trip++)
+                return false;
+            unsigned long long q = w->n / nt, r = w->n % nt;
+            lo = id * q + (id < r ? id : r);
+            hi = lo + q + (id < r);
+        } else {
+            lo = (s->trip++ * nt + id) * w->chunk;
+            if (lo >= w->n)
+                return false;
+            hi = w->n - lo < w->chunk ? w->n : lo + w->chunk;
+        }
+        if (lo >= hi)
+            return false;
+    } else {
+        pthread_mutex_lock(&w->mu);
+        lo = w->next;
+        unsigned long long left = w->n - lo, q = w->chunk;
+        if (w->sched == S_GUIDED) {
+            q = (left + t->nthreads - 1) / t->nthreads;
+            if (q < w->chunk)
+                q = w->chunk;
+        }
+        hi = left < q ? w->n : lo + q;
+        w->next = hi;
+        pthread_mutex_unlock(&w->mu);
+        if (lo >= hi)
+            return false;
+    }
+    s->lo = lo, s->hi = hi, s->has_chunk = true;
+    return true;
+}
+
+static bool next_long(long *istart, long *iend)
+{
+    struct thr *s = me();
+    if (!chunk_next(s))
+        return false;
+    struct ws *w = s->ws;
+    *istart = (long)(w->start + s->lo * w->incr);
+    *iend = (long)(w->start + s->hi * w->incr);
+    return true;
+}
+
+static bool next_ull(unsigned long long *istart, unsigned long long *iend)
+{
+    struct thr *s = me();
+    if (!chunk_next(s))
+        return false;
+    struct ws *w = s->ws;
+    *istart = w->start + s->lo * w->incr;
+    *iend = w->start + s->hi * w->incr;
+    return true;
+}
+
+static void resolve_runtime(struct thr *s, int *sched, long *chunk)
+{
+    if ((*sched & ~(int)S_MONOTONIC) == 0) /* GFS_RUNTIME */
+        *sched = s->env.run_sched, *chunk = s->env.run_chunk;
+}
+
+static bool start_long(int sched, long start, long end, long incr, long chunk, bool ordered,
+                       long *istart, long *iend)
+{
+    struct thr *s = me();
+    resolve_runtime(s, &sched, &chunk);
+    bool first;
+    struct ws *w = ws_enter(s, &first);
+    if (first)
+        loop_setup(w, sched, count_long(start, end, incr), (unsigned long long)start,
+                   (unsigned long long)incr, chunk, false, ordered);
+    pthread_mutex_unlock(&w->mu);
+    return next_long(istart, iend);
+}
+
+static bool start_ull(int sched, bool up, unsigned long long start, unsigned long long end,
+                      unsigned long long incr, long chunk, bool ordered,
+                      unsigned long long *istart, unsigned long long *iend)
+{
+    struct thr *s = me();
+    resolve_runtime(s, &sched, &chunk);
+    bool first;
+    struct ws *w = ws_enter(s, &first);
+    if (first)
+        loop_setup(w, sched, count_ull(up, start, end, incr), start, incr, chunk, true, ordered);
+    pthread_mutex_unlock(&w->mu);
+    return next_ull(istart, iend);
+}
+
+/* a combined parallel loop: its team's first construct, set up before the
+ * team starts */
+static void parallel_loop(void (*fn)(void *), void *data, unsigned n, int sched, long start,
+                          long end, long incr, long chunk)
+{
+    struct thr *s = me();
+    resolve_runtime(s, &sched, &chunk);
+    struct team *t = team_make(fn, data, n);
+    struct ws *w = &t->ring[0];
+    w->idx = 0, w->left = 0;
+    loop_setup(w, sched, count_long(start, end, incr), (unsigned long long)start,
+               (unsigned long long)incr, chunk, false, false);
+    t->pre = true;
+    struct thr saved;
+    team_start(t, &saved);
+    fn(data);
+    team_end(t, &saved);
+}
+
+#define LOOP_KIND(name, sched)                                                                \
+    bool GOMP_loop_##name##_start(long start, long end, long incr, long chunk, long *istart,   \
+                                  long *iend)                                                 \
+    {                                                                                         \
+        return start_long(sched, start, end, incr, chunk, false, istart, iend);               \
+    }                                                                                         \
+    bool GOMP_loop_##name##_next(long *istart, long *iend) { return next_long(istart, iend); } \
+    bool GOMP_loop_ordered_##name##_start(long start, long end, long incr, long chunk,        \
+                                          long *istart, long *iend)                           \
+    {                                                                                         \
+        return start_long(sched, start, end, incr, chunk, true, istart, iend);                \
+    }                                                                                         \
+    bool GOMP_loop_ordered_##name##_next(long *istart, long *iend)                            \
+    {                                                                                         \
+        return next_long(istart, iend);                                                       \
+    }                                                                                         \
+    bool GOMP_loop_ull_##name##_start(bool up, unsigned long long start,                      \
+                                      unsigned long long end, unsigned long long incr,        \
+                                      unsigned long long chunk, unsigned long long *istart,   \
+                                      unsigned long long *iend)                               \
+    {                                                                                         \
+        return start_ull(sched, up, start, end, incr, (long)chunk, false, istart, iend);      \
+    }                                                                                         \
+    bool GOMP_loop_ull_##name##_next(unsigned long long *istart, unsigned long long *iend)    \
+    {                                                                                         \
+        return next_ull(istart, iend);                                                        \
+    }                                                                                         \
+    bool GOMP_loop_ull_ordered_##name##_start(bool up, unsigned long long start,              \
+                                              unsigned long long end, unsigned long long incr, \
+                                              unsigned long long chunk,                       \
+                                              unsigned long long *istart,                     \
+                                              unsigned long long *iend)                       \
+    {                                                                                         \
+        return start_ull(sched, up, start, end, incr, (long)chunk, true, istart, iend);       \
+    }                                                                                         \
+    bool GOMP_loop_ull_ordered_##name##_next(unsigned long long *istart,                      \
+                                             unsigned long long *iend)                        \
+    {                                                                                         \
+        return next_ull(istart, iend);                                                        \
+    }                                                                                         \
+    void GOMP_parallel_loop_##name(void (*fn)(void *), void *data, unsigned n, long start,    \
+                                   long end, long incr, long chunk, unsigned flags)           \
+    {                                                                                         \
+        (void)flags;                                                                          \
+        parallel_loop(fn, data, n, sched, start, end, incr, chunk);                           \
+    }
+
+LOOP_KIND(static, S_STATIC)
+LOOP_KIND(dynamic, S_DYNAMIC)
+LOOP_KIND(guided, S_GUIDED)
+LOOP_KIND(nonmonotonic_dynamic, S_DYNAMIC)
+LOOP_KIND(nonmonotonic_guided, S_GUIDED)
+
+/* schedule(runtime): the run-sched-var (OMP_SCHEDULE, omp_set_schedule) */
+#define LOOP_RUNTIME(name)                                                                    \
+    bool GOMP_loop_##name##_start(long start, long end, long incr, long *istart, long *iend)  \
+    {                                                                                         \
+        return start_long(0, start, end, incr, 0, false, istart, iend);                       \
+    }                                                                                         \
+    bool GOMP_loop_##name##_next(long *istart, long *iend) { return next_long(istart, iend); } \
+    bool GOMP_loop_ull_##name##_start(bool up, unsigned long long start,                      \
+                                      unsigned long long end, unsigned long long incr,        \
+                                      unsigned long long *istart, unsigned long long *iend)   \
+    {                                                                                         \
+        return start_ull(0, up, start, end, incr, 0, false, istart, iend);                    \
+    }                                                                                         \
+    bool GOMP_loop_ull_##name##_next(unsigned long long *istart, unsigned long long *iend)    \
+    {                                                                                         \
+        return next_ull(istart, iend);                                                        \
+    }                                                                                         \
+    void GOMP_parallel_loop_##name(void (*fn)(void *), void *data, unsigned n, long start,    \
+                                   long end, long incr, unsigned flags)                       \
+    {                                                                                         \
+        (void)flags;                                                                          \
+        parallel_loop(fn, data, n, 0, start, end, incr, 0);                                   \
+    }
+
+LOOP_RUNTIME(runtime)
+LOOP_RUNTIME(nonmonotonic_runtime)
+LOOP_RUNTIME(maybe_nonmonotonic_runtime)
+
+bool GOMP_loop_ordered_runtime_start(long start, long end, long incr, long *istart, long *iend)
+{
+    return start_long(0, start, end, incr, 0, true, istart, iend);
+}
+bool GOMP_loop_ordered_runtime_next(long *istart, long *iend) { return next_long(istart, iend); }
+bool GOMP_loop_ull_ordered_runtime_start(bool up, unsigned long long start,
+                                         unsigned long long end, unsigned long long incr,
+                                         unsigned long long *istart, unsigned long long *iend)
+{
+    return start_ull(0, up, start, end, incr, 0, true, istart, iend);
+}
+bool GOMP_loop_ull_ordered_runtime_next(unsigned long long *istart, unsigned long long *iend)
+{
+    return next_ull(istart, iend);
+}
+
+/* GCC 9's entry for loops it cannot name by schedule (sched: 0 runtime, 1
+ * static, 2 dynamic, 3 guided, 4 auto, with the monotonic bit) */
+static void no_reductions(uintptr_t *reductions, void **mem, const char *what)
+{
+    if (reductions || (mem && *mem))
+        die("%s with task reductions, lastprivate(conditional:) or scan is not supported",
+            what);
+}
+
+bool GOMP_loop_start(long start, long end, long incr, long sched, long chunk, long *istart,
+                     long *iend, uintptr_t *reductions, void **mem)
+{
+    no_reductions(reductions, mem, "a worksharing loop");
+    if (!istart)
+        die("a worksharing loop with task reductions is not supported");
+    return start_long((int)sched, start, end, incr, chunk, false, istart, iend);
+}
+bool GOMP_loop_ordered_start(long start, long end, long incr, long sched, long chunk,
+                             long *istart, long *iend, uintptr_t *reductions, void **mem)
+{
+    no_reductions(reductions, mem, "an ordered loop");
+    return start_long((int)sched, start, end, incr, chunk, true, istart, iend);
+}
+bool GOMP_loop_ull_start(bool up, unsigned long long start, unsigned long long end,
+                         unsigned long long incr, long sched, unsigned long long chunk,
+                         unsigned long long *istart, unsigned long long *iend,
+                         uintptr_t *reductions, void **mem)
+{
+    no_reductions(reductions, mem, "a worksharing loop");
+    return start_ull((int)sched, up, start, end, incr, (long)chunk, false, istart, iend);
+}
+bool GOMP_loop_ull_ordered_start(bool up, unsigned long long start, unsigned long long end,
+                                 unsigned long long incr, long sched, unsigned long long chunk,
+                                 unsigned long long *istart, unsigned long long *iend,
+                                 uintptr_t *reductions, void **mem)
+{
+    no_reductions(reductions, mem, "an ordered loop");
+    return start_ull((int)sched, up, start, end, incr, (long)chunk, true, istart, iend);
+}
+
+void GOMP_loop_end_nowait(void)
+{
+    struct thr *s = me();
+    ordered_pass(s);
+    ws_leave(s);
+}
+void GOMP_loop_end(void)
+{
+    GOMP_loop_end_nowait();
+    team_barrier(self.team);
+}
+bool GOMP_loop_end_cancel(void)
+{
+    GOMP_loop_end();
+    return false;
+}
+
+void GOMP_ordered_start(void)
+{
+    struct thr *s = me();
+    struct ws *w = s->ws;
+    if (!w || !s->has_chunk || w->ord_next == ~0ull)
+        return;
+    pthread_mutex_lock(&w->mu);
+    while (w->ord_next != s->lo)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+void GOMP_ordered_end(void) {}
+
+/* ---- sections: a dynamic loop over section numbers 1..count ---- */
+
+unsigned GOMP_sections_start(unsigned count)
+{
+    struct thr *s = me();
+    bool first;
+    struct ws *w = ws_enter(s, &first);
+    if (first)
+        loop_setup(w, S_DYNAMIC, count, 1, 1, 1, false, false);
+    pthread_mutex_unlock(&w->mu);
+    long a, b;
+    return next_long(&a, &b) ? (unsigned)a : 0;
+}
+unsigned GOMP_sections_next(void)
+{
+    long a, b;
+    return next_long(&a, &b) ? (unsigned)a : 0;
+}
+void GOMP_sections_end_nowait(void) { ws_leave(me()); }
+void GOMP_sections_end(void)
+{
+    GOMP_sections_end_nowait();
+    team_barrier(self.team);
+}
+bool GOMP_sections_end_cancel(void)
+{
+    GOMP_sections_end();
+    return false;
+}
+void GOMP_parallel_sections(void (*fn)(void *), void *data, unsigned n, unsigned count,
+                            unsigned flags)
+{
+    (void)flags;
+    struct team *t = team_make(fn, data, n);
+    struct ws *w = &t->ring[0];
+    w->idx = 0, w->left = 0;
+    loop_setup(w, S_DYNAMIC, count, 1, 1, 1, false, false);
+    t->pre = true;
+    struct thr saved;
+    team_start(t, &saved);
+    fn(data);
+    team_end(t, &saved);
+}
+
+/* ---- single ---- */
+
+bool GOMP_single_start(void)
+{
+    struct thr *s = me();
+    bool first;
+    struct ws *w = ws_enter(s, &first);
+    if (first)
+        w->kind = W_SINGLE;
+    ws_left_locked(s->team, w);
+    pthread_mutex_unlock(&w->mu);
+    s->ws = NULL;
+    return first;
+}
+
+void *GOMP_single_copy_start(void)
+{
+    struct thr *s = me();
+    bool first;
+    struct ws *w = ws_enter(s, &first);
+    void *p = NULL;
+    if (first) {
+        w->kind = W_SINGLE;
+        w->copy_ready = false;
+    } else {
+        while (!w->copy_ready)
+            pthread_cond_wait(&w->cv, &w->mu);
+        p = w->copy_ptr;
+        ws_left_locked(s->team, w);
+        s->ws = NULL;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return p;
+}
+
+void GOMP_single_copy_end(void *data)
+{
+    struct thr *s = me();
+    struct ws *w = s->ws;
+    pthread_mutex_lock(&w->mu);
+    w->copy_ptr = data;
+    w->copy_ready = true;
+    pthread_cond_broadcast(&w->cv);
+    ws_left_locked(s->team, w);
+    pthread_mutex_unlock(&w->mu);
+    s->ws = NULL;
+}
+
+/* ---- regions, barriers ---- */
+
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned n, unsigned flags)
+{
+    (void)flags; /* proc_bind: the runtime places threads */
+    struct team *t = team_make(fn, data, n);
+    struct thr saved;
+    team_start(t, &saved);
+    fn(data);
+    team_end(t, &saved);
+}
+
+/* the ABI before GCC 4.9: the encountering thread calls fn itself between
+ * the two */
+struct saved_link {
+    struct thr saved;
+    struct saved_link *prev;
+};
+static __thread struct saved_link *saved_stack; /* GOMP_parallel_start's, innermost first */
+void GOMP_parallel_start(void (*fn)(void *), void *data, unsigned n)
+{
+    struct team *t = team_make(fn, data, n);
+    struct saved_link *l = malloc(sizeof *l);
+    if (!l)
+        die("out of memory for a region");
+    team_start(t, &l->saved);
+    l->prev = saved_stack;
+    saved_stack = l;
+}
+void GOMP_parallel_end(void)
+{
+    struct saved_link *l = saved_stack;
+    if (!l)
+        die("GOMP_parallel_end without GOMP_parallel_start");
+    saved_stack = l->prev;
+    struct thr saved = l->saved;
+    free(l);
+    team_end(self.team, &saved);
+}
+
+void GOMP_barrier(void) { team_barrier(me()->team); }
+bool GOMP_barrier_cancel(void)
+{
+    GOMP_barrier();
+    return false;
+}
+bool GOMP_cancel(int which, bool do_cancel)
+{
+    (void)which, (void)do_cancel;
+    return false; /* cancel-var is false: cancellation is not active */
+}
+bool GOMP_cancellation_point(int which)
+{
+    (void)which;
+    return false;
+}
+
+/* ---- critical, atomic ---- */
+
+static pthread_mutex_t critical_default = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t critical_names = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t atomic_default = PTHREAD_MUTEX_INITIALIZER;
+
+void GOMP_critical_start(void) { pthread_mutex_lock(&critical_default); }
+void GOMP_critical_end(void) { pthread_mutex_unlock(&critical_default); }
+
+/* *pptr: the program's pointer-sized variable for the name (in its static
+ * data, so one for the cluster); it comes to hold a mutex made at the
+ * name's first use */
+void GOMP_critical_name_start(void **pptr)
+{
+    pthread_mutex_t *m = *(pthread_mutex_t *volatile *)pptr;
+    if (!m) {
+        pthread_mutex_lock(&critical_names);
+        if (!(m = *pptr)) {
+            if (!(m = calloc(1, sizeof *m)))
+                die("out of memory for a critical section");
+            pthread_mutex_init(m, NULL);
+            *pptr = m;
+        }
+        pthread_mutex_unlock(&critical_names);
+    }
+    pthread_mutex_lock(m);
+}
+void GOMP_critical_name_end(void **pptr) { pthread_mutex_unlock(*pptr); }
+
+void GOMP_atomic_start(void) { pthread_mutex_lock(&atomic_default); }
+void GOMP_atomic_end(void) { pthread_mutex_unlock(&atomic_default); }
+
+/* ---- tasks: each runs at once, on the thread that makes it ---- */
+
+#define TASK_FLAG_GRAINSIZE (1u << 9)
+#define TASK_FLAG_DETACH (1u << 13)
+
+static void task_run(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                     long size, long align, long *range)
+{
+    if (!cpyfn && !range) {
+        fn(data);
+        return;
+    }
+    char buf[size + align];
+    char *arg = (char *)(((uintptr_t)buf + (uintptr_t)align - 1) & ~((uintptr_t)align - 1));
+    if (cpyfn)
+        cpyfn(arg, data);
+    else
+        memcpy(arg, data, (size_t)size);
+    if (range)
+        ((long *)arg)[0] = range[0], ((long *)arg)[1] = range[1];
+    fn(arg);
+}
+
+void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
+               long align, bool if_clause, unsigned flags, void **depend, int priority,
+               void *detach)
+{
+    (void)if_clause, (void)depend, (void)priority, (void)detach;
+    if (flags & TASK_FLAG_DETACH)
+        die("detached tasks (the detach clause) are not supported");
+    task_run(fn, data, cpyfn, size, align, NULL);
+}
+
+/* taskloop: its tasks, in order; data's first two longs are each task's
+ * bounds */
+void GOMP_taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
+                   long align, unsigned flags, unsigned long num_tasks, int priority,
+                   long start, long end, long step)
+{
+    (void)priority;
+    unsigned long long n = count_long(start, end, step);
+    if (!n)
+        return;
+    unsigned long long tasks;
+    if (flags & TASK_FLAG_GRAINSIZE)
+        tasks = num_tasks ? (n + num_tasks - 1) / num_tasks : 1;
+    else
+        tasks = num_tasks ? num_tasks : (unsigned long long)me()->team->nthreads;
+    if (tasks > n)
+        tasks = n;
+    for (unsigned long long k = 0, q = n / tasks, r = n % tasks, lo = 0; k < tasks; k++) {
+        unsigned long long hi = lo + q + (k < r);
+        long range[2] = { (long)(start + (long)lo * step), (long)(start + (long)hi * step) };
+        task_run(fn, data, cpyfn, size, align, range);
+        lo = hi;
+    }
+}
+
+void GOMP_taskwait(void) {}
+void GOMP_taskwait_depend(void **depend) { (void)depend; }
+void GOMP_taskyield(void) {}
+void GOMP_taskgroup_start(void) {}
+void GOMP_taskgroup_end(void) {}
+
+/* ---- the omp_* API ---- */
+
+int omp_get_num_threads(void) { return (int)me()->team->nthreads; }
+int omp_get_thread_num(void) { return (int)me()->id; }
+int omp_get_max_threads(void) { return me()->env.nthreads_var; }
+void omp_set_num_threads(int n) { me()->env.nthreads_var = n > 0 ? n : 1; }
+int omp_get_num_procs(void)
+{
+    int n = cables_cpu_count();
+    return n > 0 ? n : 1;
+}
+int omp_in_parallel(void) { return me()->team->active_level > 0; }
+int omp_get_level(void) { return me()->team->level; }
+int omp_get_active_level(void) { return me()->team->active_level; }
+int omp_get_ancestor_thread_num(int level)
+{
+    struct thr *s = me();
+    struct team *t = s->team;
+    unsigned id = s->id;
+    if (level < 0 || level > t->level)
+        return -1;
+    while (t->level > level)
+        id = t->parent_id, t = t->parent;
+    return (int)id;
+}
+int omp_get_team_size(int level)
+{
+    struct team *t = me()->team;
+    if (level < 0 || level > t->level)
+        return -1;
+    while (t->level > level)
+        t = t->parent;
+    return (int)t->nthreads;
+}
+int omp_get_thread_limit(void)
+{
+    settings();
+    return g.thread_limit;
+}
+void omp_set_dynamic(int on)
+{
+    settings();
+    g.dynamic = on != 0;
+}
+int omp_get_dynamic(void)
+{
+    settings();
+    return g.dynamic;
+}
+void omp_set_nested(int on)
+{
+    settings();
+    g.max_active_levels = on ? 255 : 1;
+}
+int omp_get_nested(void)
+{
+    settings();
+    return g.max_active_levels > 1;
+}
+void omp_set_max_active_levels(int n)
+{
+    settings();
+    if (n >= 0)
+        g.max_active_levels = n > 255 ? 255 : n;
+}
+int omp_get_max_active_levels(void)
+{
+    settings();
+    return g.max_active_levels;
+}
+int omp_get_supported_active_levels(void) { return 255; }
+void omp_set_schedule(omp_sched_t kind, int chunk)
+{
+    struct thr *s = me();
+    int k = (int)kind & ~(int)S_MONOTONIC;
+    if (k < S_STATIC || k > S_AUTO)
+        return;
+    s->env.run_sched = (int)kind;
+    s->env.run_chunk = chunk > 0 ? chunk : k == S_STATIC ? 0 : 1;
+}
+void omp_get_schedule(omp_sched_t *kind, int *chunk)
+{
+    struct thr *s = me();
+    *kind = (omp_sched_t)s->env.run_sched;
+    *chunk = (int)s->env.run_chunk;
+}
+int omp_in_final(void) { return 0; }
+int omp_get_cancellation(void) { return 0; }
+omp_proc_bind_t omp_get_proc_bind(void) { return omp_proc_bind_false; }
+int omp_get_num_places(void) { return 0; }
+int omp_get_place_num(void) { return -1; }
+int omp_get_partition_num_places(void) { return 0; }
+int omp_get_default_device(void) { return 0; }
+void omp_set_default_device(int d) { (void)d; }
+int omp_get_num_devices(void) { return 0; }
+int omp_get_initial_device(void) { return 0; }
+int omp_get_device_num(void) { return 0; }
+int omp_is_initial_device(void) { return 1; }
+int omp_get_num_teams(void) { return 1; }
+int omp_get_team_num(void) { return 0; }
+int omp_get_max_task_priority(void) { return 0; }
+double omp_get_wtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+double omp_get_wtick(void)
+{
+    struct timespec ts;
+    clock_getres(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- locks ----
+ * omp_lock_t is 4 bytes: it holds the number (plus one) of a mutex in a
+ * table of the runtime's; omp_nest_lock_t (16 bytes) the number, the depth
+ * and the owner. */
+#define LOCK_CHUNK 1024
+struct lock_slot {
+    pthread_mutex_t m;
+    uint32_t next_free; /* plus one; 0: none */
+};
+static struct {
+    pthread_mutex_t mu;
+    struct lock_slot *chunk[LOCK_CHUNK];
+    uint32_t used, free_head;
+} locks = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+struct nest_lock {
+    uint32_t slot;
+    int32_t depth;
+    uint64_t owner;
+};
+_Static_assert(sizeof(struct nest_lock) <= 16, "omp_nest_lock_t is 16 bytes");
+
+static struct lock_slot *slot_of(uint32_t n, const char *call)
+{
+    if (n == 0 || n > locks.used || !locks.chunk[(n - 1) / LOCK_CHUNK])
+        die("%s on a lock that was not initialized (omp_init_lock)", call);
+    return &locks.chunk[(n - 1) / LOCK_CHUNK][(n - 1) % LOCK_CHUNK];
+}
+
+static uint32_t lock_new(void)
+{
+    pthread_mutex_lock(&locks.mu);
+    uint32_t n = locks.free_head;
+    if (n) {
+        locks.free_head = locks.chunk[(n - 1) / LOCK_CHUNK][(n - 1) % LOCK_CHUNK].next_free;
+    } else {
+        if (locks.used == LOCK_CHUNK * LOCK_CHUNK)
+            die("more than %d OpenMP locks at once", LOCK_CHUNK * LOCK_CHUNK);
+        n = ++locks.used;
+        struct lock_slot **c = &locks.chunk[(n - 1) / LOCK_CHUNK];
+        if (!*c && !(*c = calloc(LOCK_CHUNK, sizeof **c)))
+            die("out of memory for OpenMP locks");
+    }
+    struct lock_slot *l = &locks.chunk[(n - 1) / LOCK_CHUNK][(n - 1) % LOCK_CHUNK];
+    pthread_mutex_init(&l->m, NULL);
+    l->next_free = 0;
+    pthread_mutex_unlock(&locks.mu);
+    return n;
+}
+
+static void lock_free(uint32_t n)
+{
+    struct lock_slot *l = slot_of(n, "omp_destroy_lock");
+    pthread_mutex_lock(&locks.mu);
+    pthread_mutex_destroy(&l->m);
+    l->next_free = locks.free_head;
+    locks.free_head = n;
+    pthread_mutex_unlock(&locks.mu);
+}
+
+static uint32_t *lock_word(omp_lock_t *l) { return (uint32_t *)(void *)l; }
+
+void omp_init_lock(omp_lock_t *l) { *lock_word(l) = lock_new(); }
+void omp_init_lock_with_hint(omp_lock_t *l, omp_sync_hint_t hint)
+{
+    (void)hint;
+    omp_init_lock(l);
+}
+void omp_destroy_lock(omp_lock_t *l)
+{
+    lock_free(*lock_word(l));
+    *lock_word(l) = 0;
+}
+void omp_set_lock(omp_lock_t *l) { pthread_mutex_lock(&slot_of(*lock_word(l), "omp_set_lock")->m); }
+void omp_unset_lock(omp_lock_t *l)
+{
+    pthread_mutex_unlock(&slot_of(*lock_word(l), "omp_unset_lock")->m);
+}
+int omp_test_lock(omp_lock_t *l)
+{
+    return pthread_mutex_trylock(&slot_of(*lock_word(l), "omp_test_lock")->m) == 0;
+}
+
+static struct nest_lock *nest(omp_nest_lock_t *l) { return (struct nest_lock *)(void *)l; }
+static uint64_t owner_id(void) { return (uint64_t)pthread_self(); } /* a cluster thread's: unique */
+
+void omp_init_nest_lock(omp_nest_lock_t *l) { *nest(l) = (struct nest_lock){ lock_new(), 0, 0 }; }
+void omp_init_nest_lock_with_hint(omp_nest_lock_t *l, omp_sync_hint_t hint)
+{
+    (void)hint;
+    omp_init_nest_lock(l);
+}
+void omp_destroy_nest_lock(omp_nest_lock_t *l)
+{
+    lock_free(nest(l)->slot);
+    *nest(l) = (struct nest_lock){ 0 };
+}
+/* owner is written only by the thread holding the mutex, and cleared before
+ * it lets go: a thread reading its own id there holds the lock */
+void omp_set_nest_lock(omp_nest_lock_t *l)
+{
+    struct nest_lock *n = nest(l);
+    if (n->owner != owner_id()) {
+        pthread_mutex_lock(&slot_of(n->slot, "omp_set_nest_lock")->m);
+        n->owner = owner_id();
+    }
+    n->depth++;
+}
+void omp_unset_nest_lock(omp_nest_lock_t *l)
+{
+    struct nest_lock *n = nest(l);
+    if (n->owner != owner_id())
+        die("omp_unset_nest_lock by a thread that does not hold the lock");
+    if (--n->depth == 0) {
+        n->owner = 0;
+        pthread_mutex_unlock(&slot_of(n->slot, "omp_unset_nest_lock")->m);
+    }
+}
+int omp_test_nest_lock(omp_nest_lock_t *l)
+{
+    struct nest_lock *n = nest(l);
+    if (n->owner != owner_id()) {
+        if (pthread_mutex_trylock(&slot_of(n->slot, "omp_test_nest_lock")->m))
+            return 0;
+        n->owner = owner_id();
+    }
+    return ++n->depth;
+}
+
+/* ---- atomics ----
+ * `cables-cc -fopenmp` compiles with -fno-inline-atomics: GCC then calls
+ * these (libatomic's interface) for the program's atomics, those of
+ * `#pragma omp atomic` among them, instead of a locked instruction, which
+ * is atomic in one node's memory only.  Each is made under a cluster mutex
+ * chosen by the address (an acquire, the operation, a release), so every
+ * node sees each location's atomics in one order, with the writes before
+ * them. */
+static pthread_mutex_t stripes[64] = { [0 ... 63] = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_mutex_t *stripe(const volatile void *p)
+{
+    uintptr_t a = (uintptr_t)p >> 4; /* one mutex for each aligned 16 bytes */
+    return &stripes[(a ^ a >> 6 ^ a >> 12) & 63];
+}
+#define HELD(p, stmt)                                                                         \
+    do {                                                                                      \
+        pthread_mutex_t *m_ = stripe(p);                                                      \
+        pthread_mutex_lock(m_);                                                               \
+        stmt;                                                                                 \
+        pthread_mutex_unlock(m_);                                                             \
+    } while (0)
+
+#define ATOMIC_OP(N, T, op, name, expr)                                                       \
+    T atomic_fetch_##name##_##N(volatile void *p, T v, int mo)                                \
+        __asm__("__atomic_fetch_" #name "_" #N);                                              \
+    T atomic_fetch_##name##_##N(volatile void *p, T v, int mo)                                \
+    {                                                                                         \
+        (void)mo;                                                                             \
+        volatile T *x = p;                                                                    \
+        T old;                                                                                \
+        HELD(p, (old = *x, *x = (T)(expr)));                                                  \
+        return old;                                                                           \
+    }                                                                                         \
+    T atomic_##name##_fetch_##N(volatile void *p, T v, int mo)                                \
+        __asm__("__atomic_" #name "_fetch_" #N);                                              \
+    T atomic_##name##_fetch_##N(volatile void *p, T v, int mo)                                \
+    {                                                                                         \
+        (void)mo;                                                                             \
+        volatile T *x = p;                                                                    \
+        T new_;                                                                               \
+        HELD(p, (new_ = (T)(expr), *x = new_));                                               \
+        return new_;                                                                          \
+    }                                                                                         \
+    T sync_fetch_and_##name##_##N(volatile void *p, T v)                                      \
+        __asm__("__sync_fetch_and_" #name "_" #N);                                            \
+    T sync_fetch_and_##name##_##N(volatile void *p, T v)                                      \
+    {                                                                                         \
+        return atomic_fetch_##name##_##N(p, v, 5);                                            \
+    }                                                                                         \
+    T sync_##name##_and_fetch_##N(volatile void *p, T v)                                      \
+        __asm__("__sync_" #name "_and_fetch_" #N);                                            \
+    T sync_##name##_and_fetch_##N(volatile void *p, T v)                                      \
+    {                                                                                         \
+        return atomic_##name##_fetch_##N(p, v, 5);                                            \
+    }
+
+#define ATOMIC_SIZE(N, T)                                                                     \
+    T atomic_load_##N(const volatile void *p, int mo) __asm__("__atomic_load_" #N);           \
+    T atomic_load_##N(const volatile void *p, int mo)                                         \
+    {                                                                                         \
+        (void)mo;                                                                             \
+        T v;                                                                                  \
+        HELD(p, v = *(const volatile T *)p);                                                  \
+        return v;                                                                             \
+    }                                                                                         \
+    void atomic_store_##N(volatile void *p, T v, int mo) __asm__("__atomic_store_" #N);       \
+    void atomic_store_##N(volatile void *p, T v, int mo)                                      \
+    {                                                                                         \
+        (void)mo;                                                                             \
+        HELD(p, *(volatile T *)p = v);                                                        \
+    }                                                                                         \
+    T atomic_exchange_##N(volatile void *p, T v, int mo) __asm__("__atomic_exchange_" #N);    \
+    T atomic_exchange_##N(volatile void *p, T v, int mo)                                      \
+    {                                                                                         \
+        (void)mo;                                                                             \
+        T old;                                                                                \
+        HELD(p, (old = *(volatile T *)p, *(volatile T *)p = v));                              \
+        return old;                                                                           \
+    }                                                                                         \
+    bool atomic_compare_exchange_##N(volatile void *p, void *expected, T desired, bool weak,  \
+                                     int mo, int fail_mo)                                     \
+        __asm__("__atomic_compare_exchange_" #N);                                             \
+    bool atomic_compare_exchange_##N(volatile void *p, void *expected, T desired, bool weak,  \
+                                     int mo, int fail_mo)                                     \
+    {                                                                                         \
+        (void)weak, (void)mo, (void)fail_mo;                                                  \
+        bool ok;                                                                              \
+        T old;                                                                                \
+        HELD(p, (old = *(volatile T *)p, (ok = old == *(T *)expected) ? (void)(*(volatile T *)p = desired) \
+                                                                      : (void)0));            \
+        if (!ok)                                                                              \
+            *(T *)expected = old;                                                             \
+        return ok;                                                                            \
+    }                                                                                         \
+    T sync_val_compare_and_swap_##N(volatile void *p, T expected, T desired)                  \
+        __asm__("__sync_val_compare_and_swap_" #N);                                           \
+    T sync_val_compare_and_swap_##N(volatile void *p, T expected, T desired)                  \
+    {                                                                                         \
+        T e = expected;                                                                       \
+        atomic_compare_exchange_##N(p, &e, desired, false, 5, 5);                             \
+        return e;                                                                             \
+    }                                                                                         \
+    bool sync_bool_compare_and_swap_##N(volatile void *p, T expected, T desired)              \
+        __asm__("__sync_bool_compare_and_swap_" #N);                                          \
+    bool sync_bool_compare_and_swap_##N(volatile void *p, T expected, T desired)              \
+    {                                                                                         \
+        return atomic_compare_exchange_##N(p, &expected, desired, false, 5, 5);               \
+    }                                                                                         \
+    T sync_lock_test_and_set_##N(volatile void *p, T v)                                       \
+        __asm__("__sync_lock_test_and_set_" #N);                                              \
+    T sync_lock_test_and_set_##N(volatile void *p, T v) { return atomic_exchange_##N(p, v, 5); } \
+    void sync_lock_release_##N(volatile void *p) __asm__("__sync_lock_release_" #N);          \
+    void sync_lock_release_##N(volatile void *p) { atomic_store_##N(p, 0, 5); }               \
+    ATOMIC_OP(N, T, +, add, *x + v)                                                           \
+    ATOMIC_OP(N, T, -, sub, *x - v)                                                           \
+    ATOMIC_OP(N, T, &, and, *x & v)                                                           \
+    ATOMIC_OP(N, T, |, or, *x | v)                                                            \
+    ATOMIC_OP(N, T, ^, xor, *x ^ v)                                                           \
+    ATOMIC_OP(N, T, ~&, nand, ~(*x & v))
+
+ATOMIC_SIZE(1, uint8_t)
+ATOMIC_SIZE(2, uint16_t)
+ATOMIC_SIZE(4, uint32_t)
+ATOMIC_SIZE(8, uint64_t)
+ATOMIC_SIZE(16, unsigned __int128)
+
+/* any size (GCC calls these for objects of other sizes) */
+void atomic_load_any(size_t n, const volatile void *p, void *ret, int mo)
+    __asm__("__atomic_load");
+void atomic_load_any(size_t n, const volatile void *p, void *ret, int mo)
+{
+    (void)mo;
+    HELD(p, memcpy(ret, (const void *)p, n));
+}
+void atomic_store_any(size_t n, volatile void *p, void *val, int mo) __asm__("__atomic_store");
+void atomic_store_any(size_t n, volatile void *p, void *val, int mo)
+{
+    (void)mo;
+    HELD(p, memcpy((void *)p, val, n));
+}
+void atomic_exchange_any(size_t n, volatile void *p, void *val, void *ret, int mo)
+    __asm__("__atomic_exchange");
+void atomic_exchange_any(size_t n, volatile void *p, void *val, void *ret, int mo)
+{
+    (void)mo;
+    HELD(p, (memcpy(ret, (const void *)p, n), memcpy((void *)p, val, n)));
+}
+bool atomic_compare_exchange_any(size_t n, volatile void *p, void *expected, void *desired,
+                                 int mo, int fail_mo) __asm__("__atomic_compare_exchange");
+bool atomic_compare_exchange_any(size_t n, volatile void *p, void *expected, void *desired,
+                                 int mo, int fail_mo)
+{
+    (void)mo, (void)fail_mo;
+    bool ok;
+    HELD(p, (ok = !memcmp((const void *)p, expected, n))
+                ? (void)memcpy((void *)p, desired, n)
+                : (void)memcpy(expected, (const void *)p, n));
+    return ok;
+}
+bool atomic_is_lock_free(size_t n, const volatile void *p) __asm__("__atomic_is_lock_free");
+bool atomic_is_lock_free(size_t n, const volatile void *p)
+{
+    (void)n, (void)p;
+    return false; /* each is made under a mutex */
+}
