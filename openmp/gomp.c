@@ -15,8 +15,8 @@
  * GCC's libgomp synchronizes with futexes and inline atomics on one
  * machine's memory instead, which is why it is not used.
  *
- * What it leaves out (openmp/README.md): tasks run at once on the thread
- * that makes them (undeferred); nested regions are active only up to
+ * What it leaves out (openmp/README.md): tasks with depend clauses run at
+ * once on the thread that makes them; nested regions are active only up to
  * OMP_MAX_ACTIVE_LEVELS (default 1); no cancellation, target devices,
  * detached tasks, task reductions, doacross loops.  A `flush` on its own
  * (no atomic, lock or barrier with it) is the machine's fence only. */
@@ -192,6 +192,24 @@ struct env {
     long run_chunk;
 };
 
+/* A task.  A deferred one waits in its team's queue until a thread of the
+ * team takes it at a task scheduling point (a barrier, taskwait, the end
+ * of a taskgroup).  Its struct lives until it and its children are done. */
+struct taskgroup {
+    long count;              /* its tasks and their descendants not done */
+    struct taskgroup *prev;  /* the one around it in the same task */
+};
+struct task {
+    void (*fn)(void *);
+    void *data;
+    struct task *parent;
+    struct taskgroup *in_group; /* the group it counts in */
+    struct taskgroup *group;    /* the innermost open in it (for its children) */
+    long children;              /* not done */
+    bool done, implicit, had_children;
+    struct task *next;          /* the queue */
+};
+
 struct thr;
 struct team {
     unsigned nthreads;
@@ -207,6 +225,13 @@ struct team {
     pthread_barrier_t own_bar;
     pthread_t *threads;     /* its own threads */
     struct ws ring[RING];
+    /* deferred tasks: a queue, under task_mu */
+    pthread_mutex_t task_mu;
+    pthread_cond_t task_cv;
+    struct task *head, *tail;
+    long queued, running;
+    int waiters;            /* threads waiting on task_cv */
+    bool tasking;           /* a task was deferred in this region */
 };
 
 /* this thread: its team and place in it.  A thread outside any region is
@@ -220,6 +245,8 @@ struct thr {
     unsigned long long lo, hi; /* the chunk it runs (iteration numbers) */
     bool has_chunk;
     struct env env;
+    struct task *task;      /* the task it runs (in a team of more than one) */
+    int final_depth;        /* inside final tasks */
 };
 static __thread struct thr self;
 static __thread struct team *implicit;
@@ -249,21 +276,36 @@ static struct thr *me(void)
     return &self;
 }
 
+static void task_drain(struct team *t);
+
+/* All the team's threads arrive; then, if tasks were deferred in the
+ * region, they run them together until none is left (a task scheduling
+ * point: every task made before the barrier is done after it). */
 static void team_barrier(struct team *t)
 {
     if (t->nthreads > 1) {
         int rc = pthread_barrier_wait(t->bar);
         if (rc && rc != PTHREAD_BARRIER_SERIAL_THREAD)
             die("a team barrier failed: %s", strerror(rc));
+        if (t->tasking)
+            task_drain(t);
     }
+}
+
+/* the calling thread becomes member id of team t, its implicit task k */
+static void member_begin(struct team *t, unsigned id, struct task *k)
+{
+    self = (struct thr){ .team = t, .id = id, .env = t->env, .task = k };
+    *k = (struct task){ .implicit = true };
+    if (t->pre)
+        self.ws_count = 1, self.ws = &t->ring[0];
 }
 
 /* member id of team t: runs the region's function, then waits at its end */
 static void member_run(struct team *t, unsigned id)
 {
-    self = (struct thr){ .team = t, .id = id, .env = t->env };
-    if (t->pre)
-        self.ws_count = 1, self.ws = &t->ring[0];
+    struct task k;
+    member_begin(t, id, &k);
     t->fn(t->data);
     team_barrier(t);
     self.team = NULL;
@@ -408,14 +450,24 @@ static struct team *team_make(void (*fn)(void *), void *data, unsigned num_threa
     t->active_level = cur->active_level + (n > 1);
     t->parent = cur, t->parent_id = s->id;
     ring_reset(t);
+    t->head = t->tail = NULL;
+    t->queued = t->running = 0;
+    t->waiters = 0;
+    t->tasking = false;
     return t;
 }
 
-/* its other threads start; the caller becomes member 0 (saved: its place
- * before, given back by team_end) */
-static void team_start(struct team *t, struct thr *saved)
+/* what the thread that makes a team keeps until its end: its place before
+ * and its implicit task in the team */
+struct region {
+    struct thr saved;
+    struct task implicit;
+};
+
+/* its other threads start; the caller becomes member 0 */
+static void team_start(struct team *t, struct region *r)
 {
-    *saved = self;
+    r->saved = self;
     if (t->pooled) {
         pthread_mutex_lock(&pool.mu);
         while (pool.workers < t->nthreads - 1) {
@@ -430,15 +482,13 @@ static void team_start(struct team *t, struct thr *saved)
         for (unsigned i = 1; i < t->nthreads; i++)
             start_thread(own_worker, i, 0, t, &t->threads[i]);
     }
-    self = (struct thr){ .team = t, .id = 0, .env = t->env };
-    if (t->pre)
-        self.ws_count = 1, self.ws = &t->ring[0];
+    member_begin(t, 0, &r->implicit);
 }
 
-static void team_end(struct team *t, const struct thr *saved)
+static void team_end(struct team *t, const struct region *r)
 {
     team_barrier(t);
-    self = *saved;
+    self = r->saved;
     if (t->pooled) {
         pthread_mutex_lock(&pool.mu);
         pool.busy = false;
@@ -655,10 +705,10 @@ static void parallel_loop(void (*fn)(void *), void *data, unsigned n, int sched,
     loop_setup(w, sched, count_long(start, end, incr), (unsigned long long)start,
                (unsigned long long)incr, chunk, false, false);
     t->pre = true;
-    struct thr saved;
-    team_start(t, &saved);
+    struct region r;
+    team_start(t, &r);
     fn(data);
-    team_end(t, &saved);
+    team_end(t, &r);
 }
 
 #define LOOP_KIND(name, sched)                                                                \
@@ -866,10 +916,10 @@ void GOMP_parallel_sections(void (*fn)(void *), void *data, unsigned n, unsigned
     w->idx = 0, w->left = 0;
     loop_setup(w, S_DYNAMIC, count, 1, 1, 1, false, false);
     t->pre = true;
-    struct thr saved;
-    team_start(t, &saved);
+    struct region r;
+    team_start(t, &r);
     fn(data);
-    team_end(t, &saved);
+    team_end(t, &r);
 }
 
 /* ---- single ---- */
@@ -926,16 +976,16 @@ void GOMP_parallel(void (*fn)(void *), void *data, unsigned n, unsigned flags)
 {
     (void)flags; /* proc_bind: the runtime places threads */
     struct team *t = team_make(fn, data, n);
-    struct thr saved;
-    team_start(t, &saved);
+    struct region r;
+    team_start(t, &r);
     fn(data);
-    team_end(t, &saved);
+    team_end(t, &r);
 }
 
 /* the ABI before GCC 4.9: the encountering thread calls fn itself between
  * the two */
 struct saved_link {
-    struct thr saved;
+    struct region r;
     struct saved_link *prev;
 };
 static __thread struct saved_link *saved_stack; /* GOMP_parallel_start's, innermost first */
@@ -945,7 +995,7 @@ void GOMP_parallel_start(void (*fn)(void *), void *data, unsigned n)
     struct saved_link *l = malloc(sizeof *l);
     if (!l)
         die("out of memory for a region");
-    team_start(t, &l->saved);
+    team_start(t, &l->r);
     l->prev = saved_stack;
     saved_stack = l;
 }
@@ -955,9 +1005,8 @@ void GOMP_parallel_end(void)
     if (!l)
         die("GOMP_parallel_end without GOMP_parallel_start");
     saved_stack = l->prev;
-    struct thr saved = l->saved;
+    team_end(self.team, &l->r);
     free(l);
-    team_end(self.team, &saved);
 }
 
 void GOMP_barrier(void) { team_barrier(me()->team); }
@@ -1009,69 +1058,266 @@ void GOMP_critical_name_end(void **pptr) { pthread_mutex_unlock(*pptr); }
 void GOMP_atomic_start(void) { pthread_mutex_lock(&atomic_default); }
 void GOMP_atomic_end(void) { pthread_mutex_unlock(&atomic_default); }
 
-/* ---- tasks: each runs at once, on the thread that makes it ---- */
+/* ---- tasks ----
+ * A task is deferred (queued for any thread of the team) when its team has
+ * more than one thread, and it has no if(0), final, depend or detach
+ * clause; otherwise it runs at once on the thread that makes it (a task
+ * with depend clauses then meets them in program order).  As libgomp
+ * does, a task is not deferred either while 64 a thread are queued. */
 
+#define TASK_FLAG_FINAL (1u << 1)
+#define TASK_FLAG_DEPEND (1u << 3)
 #define TASK_FLAG_GRAINSIZE (1u << 9)
 #define TASK_FLAG_DETACH (1u << 13)
 
-static void task_run(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
-                     long size, long align, long *range)
+/* runs task k on the calling thread */
+static void task_exec(struct thr *s, struct task *k)
 {
-    if (!cpyfn && !range) {
-        fn(data);
-        return;
+    struct task *prev = s->task;
+    s->task = k;
+    k->fn(k->data);
+    s->task = prev;
+}
+
+/* k (run) is done: its parent and group learn it, and its struct goes
+ * unless children of its own are still running; under task_mu */
+static bool task_done_locked(struct team *t, struct task *k)
+{
+    bool wake = false;
+    struct task *p = k->parent;
+    if (p && --p->children == 0) {
+        wake = true;
+        if (p->done && !p->implicit)
+            free(p);
     }
-    char buf[size + align];
-    char *arg = (char *)(((uintptr_t)buf + (uintptr_t)align - 1) & ~((uintptr_t)align - 1));
-    if (cpyfn)
-        cpyfn(arg, data);
-    else
-        memcpy(arg, data, (size_t)size);
-    if (range)
-        ((long *)arg)[0] = range[0], ((long *)arg)[1] = range[1];
-    fn(arg);
+    if (k->in_group && --k->in_group->count == 0)
+        wake = true;
+    if (--t->running == 0 && !t->head)
+        wake = true;
+    if (wake && t->waiters)
+        pthread_cond_broadcast(&t->task_cv);
+    k->done = true;
+    return k->children == 0; /* free it */
+}
+
+/* takes the first queued task that ok accepts (NULL: any); under task_mu */
+static struct task *task_take_locked(struct team *t, bool (*ok)(struct task *, void *), void *arg)
+{
+    struct task **pp = &t->head, *prev = NULL;
+    for (struct task *k = t->head; k; prev = k, pp = &k->next, k = k->next) {
+        if (ok && !ok(k, arg))
+            continue;
+        *pp = k->next;
+        if (t->tail == k)
+            t->tail = prev;
+        t->queued--, t->running++;
+        return k;
+    }
+    return NULL;
+}
+
+/* runs queued tasks that ok accepts until until(arg) holds; task_mu held
+ * on entry and on return */
+static void task_run_until(struct thr *s, bool (*until)(struct team *, void *),
+                           bool (*ok)(struct task *, void *), void *arg)
+{
+    struct team *t = s->team;
+    while (!until(t, arg)) {
+        struct task *k = task_take_locked(t, ok, arg);
+        if (!k) {
+            t->waiters++;
+            pthread_cond_wait(&t->task_cv, &t->task_mu);
+            t->waiters--;
+            continue;
+        }
+        pthread_mutex_unlock(&t->task_mu);
+        task_exec(s, k);
+        pthread_mutex_lock(&t->task_mu);
+        if (task_done_locked(t, k)) {
+            pthread_mutex_unlock(&t->task_mu);
+            free(k);
+            pthread_mutex_lock(&t->task_mu);
+        }
+    }
+}
+
+static bool none_left(struct team *t, void *arg)
+{
+    (void)arg;
+    return !t->head && t->running == 0;
+}
+
+static void task_drain(struct team *t)
+{
+    struct thr *s = &self;
+    pthread_mutex_lock(&t->task_mu);
+    task_run_until(s, none_left, NULL, NULL);
+    pthread_mutex_unlock(&t->task_mu);
 }
 
 void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
                long align, bool if_clause, unsigned flags, void **depend, int priority,
                void *detach)
 {
-    (void)if_clause, (void)depend, (void)priority, (void)detach;
+    (void)depend, (void)priority, (void)detach;
     if (flags & TASK_FLAG_DETACH)
         die("detached tasks (the detach clause) are not supported");
-    task_run(fn, data, cpyfn, size, align, NULL);
+    struct thr *s = me();
+    struct team *t = s->team;
+    struct task *parent = s->task;
+    bool deferred = if_clause && parent && t->nthreads > 1 && s->final_depth == 0 &&
+                    !(flags & (TASK_FLAG_FINAL | TASK_FLAG_DEPEND)) &&
+                    t->queued < 64 * (long)t->nthreads; /* read unlocked: a hint */
+    if (align < 1)
+        align = 1;
+    bool copy = cpyfn || deferred;
+    struct task *k = malloc(sizeof *k + (copy ? (size_t)size + (size_t)align : 0));
+    if (!k)
+        die("out of memory for a task");
+    *k = (struct task){ .fn = fn, .parent = parent };
+    char *arg = (char *)(((uintptr_t)(k + 1) + (uintptr_t)align - 1) & ~((uintptr_t)align - 1));
+    k->data = copy ? arg : data;
+    if (cpyfn)
+        cpyfn(arg, data);
+    else if (deferred)
+        memcpy(arg, data, (size_t)size);
+    if (!deferred) {
+        /* its children (deferred ones) count in it; it is not counted in
+         * its parent: it is done when this returns */
+        k->parent = NULL;
+        k->group = parent ? parent->group : NULL;
+        s->final_depth += (flags & TASK_FLAG_FINAL) != 0;
+        task_exec(s, k);
+        s->final_depth -= (flags & TASK_FLAG_FINAL) != 0;
+        if (k->had_children) {
+            pthread_mutex_lock(&t->task_mu);
+            k->done = true;
+            bool last = k->children == 0;
+            pthread_mutex_unlock(&t->task_mu);
+            if (!last)
+                return; /* its last child frees it */
+        }
+        free(k);
+        return;
+    }
+    k->in_group = k->group = parent->group;
+    parent->had_children = true;
+    pthread_mutex_lock(&t->task_mu);
+    parent->children++;
+    if (k->in_group)
+        k->in_group->count++;
+    if (t->tail)
+        t->tail->next = k;
+    else
+        t->head = k;
+    t->tail = k;
+    t->queued++;
+    t->tasking = true;
+    if (t->waiters)
+        pthread_cond_broadcast(&t->task_cv);
+    pthread_mutex_unlock(&t->task_mu);
 }
 
-/* taskloop: its tasks, in order; data's first two longs are each task's
- * bounds */
+static bool no_children(struct team *t, void *arg)
+{
+    (void)t;
+    return ((struct task *)arg)->children == 0;
+}
+static bool child_of(struct task *k, void *arg) { return k->parent == arg; }
+
+/* waits for the current task's children, running them meanwhile */
+void GOMP_taskwait(void)
+{
+    struct thr *s = me();
+    struct task *cur = s->task;
+    if (!cur || !cur->had_children)
+        return;
+    pthread_mutex_lock(&s->team->task_mu);
+    task_run_until(s, no_children, child_of, cur);
+    pthread_mutex_unlock(&s->team->task_mu);
+}
+void GOMP_taskwait_depend(void **depend)
+{
+    (void)depend;
+    GOMP_taskwait();
+}
+void GOMP_taskyield(void) {}
+
+void GOMP_taskgroup_start(void)
+{
+    struct thr *s = me();
+    if (!s->task)
+        return;
+    struct taskgroup *g = malloc(sizeof *g);
+    if (!g)
+        die("out of memory for a taskgroup");
+    *g = (struct taskgroup){ 0, s->task->group };
+    s->task->group = g;
+}
+
+static bool group_empty(struct team *t, void *arg)
+{
+    (void)t;
+    return ((struct taskgroup *)arg)->count == 0;
+}
+static bool in_group(struct task *k, void *arg) { return k->in_group == arg; }
+
+/* waits for the group's tasks and their descendants, running them meanwhile */
+void GOMP_taskgroup_end(void)
+{
+    struct thr *s = me();
+    if (!s->task || !s->task->group)
+        return;
+    struct taskgroup *g = s->task->group;
+    /* tasks counted in it may come from undeferred children: ask the team */
+    if (s->team->tasking) {
+        pthread_mutex_lock(&s->team->task_mu);
+        task_run_until(s, group_empty, in_group, g);
+        pthread_mutex_unlock(&s->team->task_mu);
+    }
+    s->task->group = g->prev;
+    free(g);
+}
+
+/* taskloop: its tasks, each with a copy of data whose first two longs are
+ * its bounds; in a taskgroup unless nogroup */
+#define TASK_FLAG_NOGROUP (1u << 11)
 void GOMP_taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
                    long align, unsigned flags, unsigned long num_tasks, int priority,
                    long start, long end, long step)
 {
-    (void)priority;
     unsigned long long n = count_long(start, end, step);
     if (!n)
         return;
     unsigned long long tasks;
     if (flags & TASK_FLAG_GRAINSIZE)
-        tasks = num_tasks ? (n + num_tasks - 1) / num_tasks : 1;
+        tasks = num_tasks ? n / num_tasks : n;
     else
         tasks = num_tasks ? num_tasks : (unsigned long long)me()->team->nthreads;
+    if (tasks < 1)
+        tasks = 1;
     if (tasks > n)
         tasks = n;
+    if (!(flags & TASK_FLAG_NOGROUP))
+        GOMP_taskgroup_start();
+    /* each task's copy is made from data with its bounds put in a copy */
+    char buf[size + align];
+    char *arg = (char *)(((uintptr_t)buf + (uintptr_t)align - 1) & ~((uintptr_t)align - 1));
     for (unsigned long long k = 0, q = n / tasks, r = n % tasks, lo = 0; k < tasks; k++) {
         unsigned long long hi = lo + q + (k < r);
-        long range[2] = { (long)(start + (long)lo * step), (long)(start + (long)hi * step) };
-        task_run(fn, data, cpyfn, size, align, range);
+        if (cpyfn)
+            cpyfn(arg, data);
+        else
+            memcpy(arg, data, (size_t)size);
+        ((long *)arg)[0] = (long)(start + (long)lo * step);
+        ((long *)arg)[1] = (long)(start + (long)hi * step);
+        GOMP_task(fn, arg, NULL, size, align, true, flags & TASK_FLAG_FINAL, NULL, priority,
+                  NULL);
         lo = hi;
     }
+    if (!(flags & TASK_FLAG_NOGROUP))
+        GOMP_taskgroup_end();
 }
-
-void GOMP_taskwait(void) {}
-void GOMP_taskwait_depend(void **depend) { (void)depend; }
-void GOMP_taskyield(void) {}
-void GOMP_taskgroup_start(void) {}
-void GOMP_taskgroup_end(void) {}
 
 /* ---- the omp_* API ---- */
 
@@ -1159,7 +1405,7 @@ void omp_get_schedule(omp_sched_t *kind, int *chunk)
     *kind = (omp_sched_t)s->env.run_sched;
     *chunk = (int)s->env.run_chunk;
 }
-int omp_in_final(void) { return 0; }
+int omp_in_final(void) { return me()->final_depth > 0; }
 int omp_get_cancellation(void) { return 0; }
 omp_proc_bind_t omp_get_proc_bind(void) { return omp_proc_bind_false; }
 int omp_get_num_places(void) { return 0; }
