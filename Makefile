@@ -1,5 +1,6 @@
 # CableS: `make` builds, `make test` runs the tests, `make bench` the
-# benchmarks (`make bench-splash` the SPLASH-2 programs), `make install
+# benchmarks (`make bench-splash` the SPLASH-2 programs, `make
+# bench-openmp` the OpenMP ones), `make install
 # PREFIX=DIR` installs for users.
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -16,7 +17,8 @@ LIB_SRCS := $(wildcard libcables/src/*.c pthread_shim/src/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
 LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o \
-             $(BUILD)/lib/cables/gomp.o $(BUILD)/lib/cables/openmp/libgomp.spec
+             $(BUILD)/lib/cables/gomp.o $(BUILD)/lib/cables/openmp/libgomp.spec \
+             $(BUILD)/lib/cables/openmp/cables_omp.h
 RUN      := $(BUILD)/bin/cables-run
 CC_DRIVER := $(BUILD)/bin/cables-cc
 # how a program is linked against libcables (kept even if it names no symbol)
@@ -39,7 +41,7 @@ M4_CABLES := $(patsubst %.C,$(BUILD)/%,$(M4_SRCS))
 M4_NATIVE := $(patsubst %.C,$(BUILD)/native/%,$(M4_SRCS))
 # OpenMP programs: compiled with cables-cc -fopenmp into build/<path>, and
 # with cc -fopenmp (GCC's libgomp) into build/native/<path>
-OMP_SRCS   := $(wildcard tests/openmp/*.c apps/openmp/*.c)
+OMP_SRCS   := $(wildcard tests/openmp/*.c apps/openmp/*.c bench/openmp/*.c)
 OMP_CABLES := $(patsubst %.c,$(BUILD)/%,$(OMP_SRCS))
 OMP_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(OMP_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
@@ -68,7 +70,7 @@ $(BUILD)/lib/cables/gomp.o: openmp/gomp.c libcables/include/cables.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -fPIC -Ilibcables/include -c $< -o $@
 
-$(BUILD)/lib/cables/openmp/libgomp.spec: openmp/libgomp.spec
+$(BUILD)/lib/cables/openmp/%: openmp/%
 	@mkdir -p $(dir $@)
 	cp $< $@
 
@@ -161,13 +163,17 @@ bench: all $(BENCHES)
 bench-splash: all
 	CABLES_BUILD=$(abspath $(BUILD)) bench/splash.sh
 
+# OpenMP: construct costs and a stencil, natively and at 1 and 2 nodes (bench/openmp.sh)
+bench-openmp: all
+	CABLES_BUILD=$(abspath $(BUILD)) bench/openmp.sh
+
 install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
 	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
 	install -m 644 libcables/include/cables.h $(PREFIX)/include/cables.h
 	install -d $(PREFIX)/lib/cables/openmp
 	install -m 644 $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o $(BUILD)/lib/cables/gomp.o $(PREFIX)/lib/cables/
-	install -m 644 openmp/libgomp.spec $(PREFIX)/lib/cables/openmp/
+	install -m 644 openmp/libgomp.spec openmp/cables_omp.h $(PREFIX)/lib/cables/openmp/
 	install -d $(PREFIX)/share/cables
 	install -m 644 m4macros/c.m4.cables m4macros/c.m4.pthreads $(PREFIX)/share/cables/
 	sed 's|^CABLES_LIBDIR=.*|CABLES_LIBDIR=$(abspath $(PREFIX))/lib|' tools/cables-run > $(PREFIX)/bin/cables-run
@@ -177,4 +183,4 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 clean:
 	rm -rf $(BUILD) build-san
 
-.PHONY: all test test-sanitize bench bench-splash install clean
+.PHONY: all test test-sanitize bench bench-splash bench-openmp install clean

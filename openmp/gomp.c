@@ -22,6 +22,8 @@
  * (no atomic, lock or barrier with it) is the machine's fence only. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fenv.h>
+#include <float.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -321,6 +323,7 @@ static struct {
     pthread_cond_t go;
     unsigned long gen;          /* one more at each region the pool runs */
     struct team *team;          /* the region it runs */
+    unsigned nthreads;          /* and its threads */
     unsigned workers;           /* its threads: members 1 to workers */
     bool busy;
     struct team *cached;        /* the team it runs, kept for the next region */
@@ -344,8 +347,9 @@ static void *pool_worker(void *p)
             pthread_cond_wait(&pool.go, &pool.mu);
         a.seen = pool.gen;
         struct team *t = pool.team;
+        unsigned n = pool.nthreads; /* this generation's (the team struct is reused) */
         pthread_mutex_unlock(&pool.mu);
-        if (a.id < t->nthreads)
+        if (a.id < n)
             member_run(t, a.id);
     }
     return NULL;
@@ -475,6 +479,7 @@ static void team_start(struct team *t, struct region *r)
             start_thread(pool_worker, pool.workers, pool.gen, NULL, NULL);
         }
         pool.team = t;
+        pool.nthreads = t->nthreads;
         pool.gen++;
         pthread_cond_broadcast(&pool.go);
         pthread_mutex_unlock(&pool.mu);
@@ -560,23 +565,22 @@ static void loop_setup(struct ws *w, int sched, unsigned long long n, unsigned l
     w->ord_next = ordered ? 0 : ~0ull;
 }
 
+/* iterations of a loop from start by incr while below (above) end: the
+ * span and the step in unsigned arithmetic, which cannot overflow */
 static unsigned long long count_long(long start, long end, long incr)
 {
+    unsigned long long s = (unsigned long long)start, e = (unsigned long long)end;
     if (incr > 0)
-        return end > start ? ((unsigned long long)(end - start) + (unsigned long long)incr - 1) /
-                                 (unsigned long long)incr
-                           : 0;
-    unsigned long long step = -(unsigned long long)incr;
-    return start > end ? ((unsigned long long)(start - end) + step - 1) / step : 0;
+        return end > start ? (e - s - 1) / (unsigned long long)incr + 1 : 0;
+    return start > end ? (s - e - 1) / -(unsigned long long)incr + 1 : 0;
 }
 
 static unsigned long long count_ull(bool up, unsigned long long start, unsigned long long end,
                                     unsigned long long incr)
 {
     if (up)
-        return end > start ? (end - start + incr - 1) / incr : 0;
-    unsigned long long step = -incr;
-    return start > end ? (start - end + step - 1) / step : 0;
+        return end > start ? (end - start - 1) / incr + 1 : 0;
+    return start > end ? (start - end - 1) / -incr + 1 : 0;
 }
 
 /* ordered loops: the chunk this thread ran is done, the turn passes on */
@@ -610,9 +614,10 @@ static bool chunk_next(struct thr *s)
             lo = id * q + (id < r ? id : r);
             hi = lo + q + (id < r);
         } else {
-            lo = (s->trip++ * nt + id) * w->chunk;
-            if (lo >= w->n)
+            unsigned long long c = s->trip++ * nt + id; /* the chunk's number */
+            if (w->n == 0 || c > (w->n - 1) / w->chunk)
                 return false;
+            lo = c * w->chunk;
             hi = w->n - lo < w->chunk ? w->n : lo + w->chunk;
         }
         if (lo >= hi)
@@ -1155,11 +1160,11 @@ static void task_drain(struct team *t)
     pthread_mutex_unlock(&t->task_mu);
 }
 
-void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
-               long align, bool if_clause, unsigned flags, void **depend, int priority,
-               void *detach)
+/* makes a task running fn on its copy of data (cpyfn makes the copy, else
+ * memcpy); bounds: a taskloop's, put as the copy's first two words */
+static void task_make(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
+                      long align, bool if_clause, unsigned flags, const uint64_t *bounds)
 {
-    (void)depend, (void)priority, (void)detach;
     if (flags & TASK_FLAG_DETACH)
         die("detached tasks (the detach clause) are not supported");
     struct thr *s = me();
@@ -1170,7 +1175,7 @@ void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), lo
                     t->queued < 64 * (long)t->nthreads; /* read unlocked: a hint */
     if (align < 1)
         align = 1;
-    bool copy = cpyfn || deferred;
+    bool copy = cpyfn || deferred || bounds;
     struct task *k = malloc(sizeof *k + (copy ? (size_t)size + (size_t)align : 0));
     if (!k)
         die("out of memory for a task");
@@ -1179,8 +1184,10 @@ void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), lo
     k->data = copy ? arg : data;
     if (cpyfn)
         cpyfn(arg, data);
-    else if (deferred)
+    else if (copy)
         memcpy(arg, data, (size_t)size);
+    if (bounds)
+        memcpy(arg, bounds, 2 * sizeof *bounds);
     if (!deferred) {
         /* its children (deferred ones) count in it; it is not counted in
          * its parent: it is done when this returns */
@@ -1216,6 +1223,14 @@ void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), lo
     if (t->waiters)
         pthread_cond_broadcast(&t->task_cv);
     pthread_mutex_unlock(&t->task_mu);
+}
+
+void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
+               long align, bool if_clause, unsigned flags, void **depend, int priority,
+               void *detach)
+{
+    (void)depend, (void)priority, (void)detach;
+    task_make(fn, data, cpyfn, size, align, if_clause, flags, NULL);
 }
 
 static bool no_children(struct team *t, void *arg)
@@ -1279,44 +1294,81 @@ void GOMP_taskgroup_end(void)
     free(g);
 }
 
-/* taskloop: its tasks, each with a copy of data whose first two longs are
- * its bounds; in a taskgroup unless nogroup */
+/* taskloop over n iterations from start by step (as 64-bit words: long
+ * or unsigned long long): its tasks, each with a copy of data whose first
+ * two words are its bounds; num_tasks tasks, or with grainsize g, n / g
+ * tasks of g to 2g - 1 iterations (strict: g each, the last the rest); in
+ * a taskgroup unless nogroup */
 #define TASK_FLAG_NOGROUP (1u << 11)
-void GOMP_taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
-                   long align, unsigned flags, unsigned long num_tasks, int priority,
-                   long start, long end, long step)
+#define TASK_FLAG_STRICT (1u << 14)
+static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
+                     long align, unsigned flags, unsigned long num_tasks,
+                     unsigned long long n, uint64_t start, uint64_t step)
 {
-    unsigned long long n = count_long(start, end, step);
     if (!n)
         return;
-    unsigned long long tasks;
-    if (flags & TASK_FLAG_GRAINSIZE)
-        tasks = num_tasks ? n / num_tasks : n;
-    else
+    unsigned long long tasks, each = 0;
+    if (flags & TASK_FLAG_GRAINSIZE) {
+        unsigned long long g = num_tasks ? num_tasks : 1;
+        if (flags & TASK_FLAG_STRICT)
+            each = g, tasks = (n + g - 1) / g;
+        else
+            tasks = n / g;
+    } else {
         tasks = num_tasks ? num_tasks : (unsigned long long)me()->team->nthreads;
+    }
     if (tasks < 1)
         tasks = 1;
     if (tasks > n)
         tasks = n;
     if (!(flags & TASK_FLAG_NOGROUP))
         GOMP_taskgroup_start();
-    /* each task's copy is made from data with its bounds put in a copy */
-    char buf[size + align];
-    char *arg = (char *)(((uintptr_t)buf + (uintptr_t)align - 1) & ~((uintptr_t)align - 1));
-    for (unsigned long long k = 0, q = n / tasks, r = n % tasks, lo = 0; k < tasks; k++) {
-        unsigned long long hi = lo + q + (k < r);
-        if (cpyfn)
-            cpyfn(arg, data);
-        else
-            memcpy(arg, data, (size_t)size);
-        ((long *)arg)[0] = (long)(start + (long)lo * step);
-        ((long *)arg)[1] = (long)(start + (long)hi * step);
-        GOMP_task(fn, arg, NULL, size, align, true, flags & TASK_FLAG_FINAL, NULL, priority,
-                  NULL);
+    unsigned long long q = n / tasks, r = n % tasks, lo = 0;
+    for (unsigned long long k = 0; k < tasks; k++) {
+        unsigned long long hi = each ? (n - lo < each ? n : lo + each) : lo + q + (k < r);
+        uint64_t bounds[2] = { start + lo * step, start + hi * step };
+        task_make(fn, data, cpyfn, size, align, true, flags & TASK_FLAG_FINAL, bounds);
         lo = hi;
     }
     if (!(flags & TASK_FLAG_NOGROUP))
         GOMP_taskgroup_end();
+}
+
+void GOMP_taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long size,
+                   long align, unsigned flags, unsigned long num_tasks, int priority,
+                   long start, long end, long step)
+{
+    (void)priority;
+    taskloop(fn, data, cpyfn, size, align, flags, num_tasks, count_long(start, end, step),
+             (uint64_t)start, (uint64_t)step);
+}
+
+#define TASK_FLAG_UP (1u << 8)
+void GOMP_taskloop_ull(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                       long size, long align, unsigned flags, unsigned long num_tasks,
+                       int priority, unsigned long long start, unsigned long long end,
+                       unsigned long long step)
+{
+    (void)priority;
+    taskloop(fn, data, cpyfn, size, align, flags, num_tasks,
+             count_ull(flags & TASK_FLAG_UP, start, end, step), start, step);
+}
+
+/* #pragma omp error at(execution) */
+void GOMP_warning(const char *msg, size_t len)
+{
+    if (msg)
+        fprintf(stderr, "cables OpenMP: warning: %.*s\n", (int)len, msg);
+    else
+        fprintf(stderr, "cables OpenMP: warning: 'pragma omp error' encountered\n");
+}
+void GOMP_error(const char *msg, size_t len)
+{
+    if (msg)
+        fprintf(stderr, "cables OpenMP: fatal error: %.*s\n", (int)len, msg);
+    else
+        fprintf(stderr, "cables OpenMP: fatal error: 'pragma omp error' encountered\n");
+    exit(EXIT_FAILURE);
 }
 
 /* ---- the omp_* API ---- */
@@ -1420,6 +1472,83 @@ int omp_is_initial_device(void) { return 1; }
 int omp_get_num_teams(void) { return 1; }
 int omp_get_team_num(void) { return 0; }
 int omp_get_max_task_priority(void) { return 0; }
+void omp_set_num_teams(int n) { (void)n; }
+int omp_get_max_teams(void) { return 1; }
+void omp_set_teams_thread_limit(int n) { (void)n; }
+int omp_get_teams_thread_limit(void) { return omp_get_thread_limit(); }
+int omp_get_place_num_procs(int place) { (void)place; return 0; }
+void omp_get_place_proc_ids(int place, int *ids) { (void)place, (void)ids; }
+void omp_get_partition_place_nums(int *nums) { (void)nums; }
+int omp_pause_resource(omp_pause_resource_t kind, int device)
+{
+    (void)kind, (void)device;
+    return 0;
+}
+int omp_pause_resource_all(omp_pause_resource_t kind)
+{
+    (void)kind;
+    return 0;
+}
+void omp_display_env(int verbose)
+{
+    (void)verbose;
+    settings();
+    static const char *kinds[] = { "RUNTIME", "STATIC", "DYNAMIC", "GUIDED", "AUTO" };
+    int k = g.run_sched & ~(int)S_MONOTONIC;
+    fprintf(stderr,
+            "\nOPENMP DISPLAY ENVIRONMENT BEGIN\n  _OPENMP = '201511'\n"
+            "  OMP_DYNAMIC = '%s'\n  OMP_NESTED = '%s'\n  OMP_NUM_THREADS = '%d'\n"
+            "  OMP_SCHEDULE = '%s%s,%ld'\n  OMP_STACKSIZE = '%zu'\n"
+            "  OMP_MAX_ACTIVE_LEVELS = '%d'\n  OMP_THREAD_LIMIT = '%d'\n"
+            "  OMP_CANCELLATION = 'FALSE'\n  OMP_PROC_BIND = 'FALSE'\n"
+            "OPENMP DISPLAY ENVIRONMENT END\n",
+            g.dynamic ? "TRUE" : "FALSE", g.max_active_levels > 1 ? "TRUE" : "FALSE",
+            g.nthreads, g.run_sched & S_MONOTONIC ? "MONOTONIC:" : "",
+            k >= 0 && k <= S_AUTO ? kinds[k] : "?", g.run_chunk, g.stack,
+            g.max_active_levels, g.thread_limit);
+}
+
+/* memory allocators: every one is the shared heap (malloc is the shim's) */
+omp_allocator_handle_t omp_get_default_allocator(void) { return omp_default_mem_alloc; }
+void omp_set_default_allocator(omp_allocator_handle_t a) { (void)a; }
+void *omp_alloc(size_t size, omp_allocator_handle_t a)
+{
+    (void)a;
+    return malloc(size ? size : 1);
+}
+void *omp_aligned_alloc(size_t align, size_t size, omp_allocator_handle_t a)
+{
+    (void)a;
+    void *p;
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
+}
+void *omp_calloc(size_t n, size_t size, omp_allocator_handle_t a)
+{
+    (void)a;
+    return calloc(n ? n : 1, size ? size : 1);
+}
+void *omp_aligned_calloc(size_t align, size_t n, size_t size, omp_allocator_handle_t a)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = omp_aligned_alloc(align, n * size, a);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+void *omp_realloc(void *p, size_t size, omp_allocator_handle_t a, omp_allocator_handle_t fa)
+{
+    (void)a, (void)fa;
+    return realloc(p, size);
+}
+void omp_free(void *p, omp_allocator_handle_t a)
+{
+    (void)a;
+    free(p);
+}
+
 double omp_get_wtime(void)
 {
     struct timespec ts;
@@ -1585,7 +1714,7 @@ static pthread_mutex_t *stripe(const volatile void *p)
         pthread_mutex_unlock(m_);                                                             \
     } while (0)
 
-#define ATOMIC_OP(N, T, op, name, expr)                                                       \
+#define ATOMIC_OP(N, T, name, expr)                                                           \
     T atomic_fetch_##name##_##N(volatile void *p, T v, int mo)                                \
         __asm__("__atomic_fetch_" #name "_" #N);                                              \
     T atomic_fetch_##name##_##N(volatile void *p, T v, int mo)                                \
@@ -1605,18 +1734,6 @@ static pthread_mutex_t *stripe(const volatile void *p)
         T new_;                                                                               \
         HELD(p, (new_ = (T)(expr), *x = new_));                                               \
         return new_;                                                                          \
-    }                                                                                         \
-    T sync_fetch_and_##name##_##N(volatile void *p, T v)                                      \
-        __asm__("__sync_fetch_and_" #name "_" #N);                                            \
-    T sync_fetch_and_##name##_##N(volatile void *p, T v)                                      \
-    {                                                                                         \
-        return atomic_fetch_##name##_##N(p, v, 5);                                            \
-    }                                                                                         \
-    T sync_##name##_and_fetch_##N(volatile void *p, T v)                                      \
-        __asm__("__sync_" #name "_and_fetch_" #N);                                            \
-    T sync_##name##_and_fetch_##N(volatile void *p, T v)                                      \
-    {                                                                                         \
-        return atomic_##name##_fetch_##N(p, v, 5);                                            \
     }
 
 #define ATOMIC_SIZE(N, T)                                                                     \
@@ -1642,46 +1759,27 @@ static pthread_mutex_t *stripe(const volatile void *p)
         HELD(p, (old = *(volatile T *)p, *(volatile T *)p = v));                              \
         return old;                                                                           \
     }                                                                                         \
-    bool atomic_compare_exchange_##N(volatile void *p, void *expected, T desired, bool weak,  \
-                                     int mo, int fail_mo)                                     \
-        __asm__("__atomic_compare_exchange_" #N);                                             \
-    bool atomic_compare_exchange_##N(volatile void *p, void *expected, T desired, bool weak,  \
-                                     int mo, int fail_mo)                                     \
+    /* (the library call has no weak argument: GCC drops it) */                               \
+    bool atomic_compare_exchange_##N(volatile void *p, void *expected, T desired, int mo,     \
+                                     int fail_mo) __asm__("__atomic_compare_exchange_" #N);   \
+    bool atomic_compare_exchange_##N(volatile void *p, void *expected, T desired, int mo,     \
+                                     int fail_mo)                                             \
     {                                                                                         \
-        (void)weak, (void)mo, (void)fail_mo;                                                  \
-        bool ok;                                                                              \
+        (void)mo, (void)fail_mo;                                                              \
+        volatile T *x = p;                                                                    \
         T old;                                                                                \
-        HELD(p, (old = *(volatile T *)p, (ok = old == *(T *)expected) ? (void)(*(volatile T *)p = desired) \
-                                                                      : (void)0));            \
+        bool ok;                                                                              \
+        HELD(p, (old = *x, (ok = old == *(T *)expected) ? (void)(*x = desired) : (void)0));   \
         if (!ok)                                                                              \
             *(T *)expected = old;                                                             \
         return ok;                                                                            \
     }                                                                                         \
-    T sync_val_compare_and_swap_##N(volatile void *p, T expected, T desired)                  \
-        __asm__("__sync_val_compare_and_swap_" #N);                                           \
-    T sync_val_compare_and_swap_##N(volatile void *p, T expected, T desired)                  \
-    {                                                                                         \
-        T e = expected;                                                                       \
-        atomic_compare_exchange_##N(p, &e, desired, false, 5, 5);                             \
-        return e;                                                                             \
-    }                                                                                         \
-    bool sync_bool_compare_and_swap_##N(volatile void *p, T expected, T desired)              \
-        __asm__("__sync_bool_compare_and_swap_" #N);                                          \
-    bool sync_bool_compare_and_swap_##N(volatile void *p, T expected, T desired)              \
-    {                                                                                         \
-        return atomic_compare_exchange_##N(p, &expected, desired, false, 5, 5);               \
-    }                                                                                         \
-    T sync_lock_test_and_set_##N(volatile void *p, T v)                                       \
-        __asm__("__sync_lock_test_and_set_" #N);                                              \
-    T sync_lock_test_and_set_##N(volatile void *p, T v) { return atomic_exchange_##N(p, v, 5); } \
-    void sync_lock_release_##N(volatile void *p) __asm__("__sync_lock_release_" #N);          \
-    void sync_lock_release_##N(volatile void *p) { atomic_store_##N(p, 0, 5); }               \
-    ATOMIC_OP(N, T, +, add, *x + v)                                                           \
-    ATOMIC_OP(N, T, -, sub, *x - v)                                                           \
-    ATOMIC_OP(N, T, &, and, *x & v)                                                           \
-    ATOMIC_OP(N, T, |, or, *x | v)                                                            \
-    ATOMIC_OP(N, T, ^, xor, *x ^ v)                                                           \
-    ATOMIC_OP(N, T, ~&, nand, ~(*x & v))
+    ATOMIC_OP(N, T, add, *x + v)                                                              \
+    ATOMIC_OP(N, T, sub, *x - v)                                                              \
+    ATOMIC_OP(N, T, and, *x & v)                                                              \
+    ATOMIC_OP(N, T, or, *x | v)                                                               \
+    ATOMIC_OP(N, T, xor, *x ^ v)                                                              \
+    ATOMIC_OP(N, T, nand, ~(*x & v))
 
 ATOMIC_SIZE(1, uint8_t)
 ATOMIC_SIZE(2, uint16_t)
@@ -1722,6 +1820,36 @@ bool atomic_compare_exchange_any(size_t n, volatile void *p, void *expected, voi
                 : (void)memcpy(expected, (const void *)p, n));
     return ok;
 }
+/* _Atomic float and double compound assignments raise the exceptions the
+ * operation raised, through this (libatomic's: by arithmetic, no libm) */
+void atomic_feraiseexcept(int e) __asm__("__atomic_feraiseexcept");
+void atomic_feraiseexcept(int e)
+{
+    volatile float x;
+    if (e & FE_INVALID)
+        x = 0.0f, x = x / x;
+    if (e & FE_DIVBYZERO)
+        x = 0.0f, x = 1.0f / x;
+    if (e & FE_OVERFLOW)
+        x = FLT_MAX, x = x * x;
+    if (e & FE_UNDERFLOW)
+        x = FLT_MIN, x = x * x;
+    if (e & FE_INEXACT)
+        x = 3.0f, x = 1.0f / x;
+    (void)x;
+}
+
+/* `#pragma omp flush` is GCC's inline fence, not a call: it cannot reach
+ * here.  __sync_synchronize and C11 fences do (cables_omp.h): a cluster
+ * acquire and release, so writes before it are seen by the threads that
+ * pass one after it. */
+static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
+void cables_omp_flush(void)
+{
+    pthread_mutex_lock(&flush_mutex);
+    pthread_mutex_unlock(&flush_mutex);
+}
+
 bool atomic_is_lock_free(size_t n, const volatile void *p) __asm__("__atomic_is_lock_free");
 bool atomic_is_lock_free(size_t n, const volatile void *p)
 {

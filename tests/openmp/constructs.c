@@ -11,6 +11,7 @@
  * OMP_NUM_THREADS threads (4 unless set).
  * RESULT ok=1 checks=N (check.h) */
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,6 +416,57 @@ int main(void)
         dep_ok = stage == 12;
     }
     CHECK("task_depend", dep_ok);
+
+    /* taskloops: each iteration once, long and unsigned long long */
+    memset(hits, 0, sizeof hits);
+#pragma omp parallel
+#pragma omp single
+    {
+#pragma omp taskloop grainsize(100)
+        for (int i = 0; i < N / 2; i++)
+            hits[i]++;
+#pragma omp taskloop num_tasks(7)
+        for (unsigned long long i = N / 2; i < N; i++)
+            hits[i]++;
+    }
+    CHECK("taskloop", all_hit_once());
+
+    /* the program's own atomics: C11, GCC's __sync builtins, and a spin lock
+     * made of an atomic_flag */
+    _Atomic long c11 = 0;
+    long synced = 0, spun = 0;
+    atomic_flag spin = ATOMIC_FLAG_INIT;
+#pragma omp parallel
+    for (int k = 0; k < 50; k++) {
+        atomic_fetch_add(&c11, 2);
+        __sync_fetch_and_add(&synced, 1);
+        while (atomic_flag_test_and_set(&spin))
+            ;
+        spun++;
+        atomic_flag_clear(&spin);
+    }
+    CHECK_EQ("c11_atomic", (long)c11, 100L * want);
+    CHECK_EQ("sync_builtin", synced, 50L * want);
+    CHECK_EQ("atomic_flag_lock", spun, 50L * want);
+    long cas = 0;
+    int won = 0;
+#pragma omp parallel reduction(+ : won)
+    for (int k = 0; k < 20; k++)
+        won += __sync_bool_compare_and_swap(&cas, (long)omp_get_thread_num() * 1000 + k,
+                                            (long)omp_get_thread_num() * 1000 + k + 1) ||
+               __sync_val_compare_and_swap(&cas, 0L, 0L) < 0;
+    CHECK_LE("cas_at_most_one_chain", won, 20);
+
+    /* memory from omp_alloc is shared by the team */
+    long *shared = omp_alloc(sizeof(long) * T_MAX, omp_default_mem_alloc);
+    CHECK("omp_alloc", shared != NULL);
+    long alloc_sum = 0;
+#pragma omp parallel
+    shared[omp_get_thread_num()] = omp_get_thread_num() + 1;
+    for (int i = 0; i < want; i++)
+        alloc_sum += shared[i];
+    CHECK_EQ("omp_alloc_shared", alloc_sum, (long)want * (want + 1) / 2);
+    omp_free(shared, omp_default_mem_alloc);
 
     /* threadprivate and copyin */
     tp_value = 77;
