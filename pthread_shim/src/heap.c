@@ -7,10 +7,16 @@
  * acquires them and frees it at its next allocation (the communication
  * thread never runs allocator code, which may fault): whoever gets the
  * block next sees what was written before the free, and no diff of those
- * writes comes after its own.  Blocks of BIG bytes or more are GAS
- * allocations of their own, with their size in a header page; their free
- * is a release, and the master hands their range out again to another big
- * block (cb_alloc_reusable).  Everything
+ * writes comes after its own.  Blocks of big_min bytes or more are GAS
+ * allocations of their own, with their size in a header page, their pages
+ * homed by first touch (a big array allocated by main and initialized by
+ * the threads that use it is homed on their nodes, as the kernel places
+ * it on NUMA nodes: glibc serves such blocks with mmap); their free is a
+ * release, and the master hands their range out again to another big
+ * block (cb_alloc_reusable).  big_min follows glibc's mmap threshold: 128
+ * KiB, raised to the size of a big block freed, up to 32 MiB, so that a
+ * program allocating and freeing buffers of one size again and again gets
+ * them from the arena after the first.  Everything
  * else (the runtime's, UCX's, Open MPI's, libc before the node starts)
  * comes from libc's allocator, and goes back to it by address. */
 #define CB_DEFINES_MALLOC
@@ -24,7 +30,9 @@
 
 #include "shim.h"
 
-#define BIG (32ul << 20)
+#define BIG_MIN_START (128ul << 10)
+#define BIG_MIN_MAX (32ul << 20)
+static _Atomic size_t big_min = BIG_MIN_START; /* this node's */
 
 static memkind_t arena;
 static cb_mutex_t arena_mu = CB_MUTEX_INIT;
@@ -108,20 +116,20 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
 
 /* ---- big blocks: [header page: size, allocation][data...] ---- */
 /* zero: the block must read as zeros (a freed range's pages that were used
- * are zeroed, gas.c; new pages are zero until written) */
+ * are zeroed, gas.c; new pages are zero until written).  The data starts a
+ * page group after the range does: the header's first touch homes its
+ * group (on the allocating node), not pages of the data. */
 static void *big_alloc(size_t n, size_t align, bool zero)
 {
-    size_t ps = cb.ps, pad = align > ps ? align : ps;
-    if (n > SIZE_MAX - 2 * pad)
+    size_t ps = cb.ps, group = (size_t)cb.cfg.page_group * ps, a = align > ps ? align : ps;
+    if (n > SIZE_MAX - group - a)
         return NULL;
     /* inside a release or an acquire (a libc call of the runtime's), new
      * space (gas.c) */
-    uint8_t *b = cb_alloc_reusable(n + 2 * pad, zero);
+    uint8_t *b = cb_alloc_reusable(n + group + a, zero);
     if (!b)
         return NULL;
-    uint8_t *p = (uint8_t *)(((uintptr_t)b + pad + pad - 1) / pad * pad);
-    if ((size_t)(p - b) < ps)
-        p += pad;
+    uint8_t *p = (uint8_t *)(((uintptr_t)b + group + a - 1) / a * a);
     ((size_t *)(p - ps))[0] = n;
     ((uint8_t **)(p - ps))[1] = b; /* what cables_free takes back */
     return p;
@@ -147,7 +155,7 @@ static void *heap_alloc(size_t n, size_t align, bool *zero)
     drain();
     void *p = NULL;
     bool big = false;
-    if (n < BIG) {
+    if (n < atomic_load_explicit(&big_min, memory_order_relaxed)) {
         memkind_t k = my_arena();
         if (align)
             AS_RUNTIME(if (memkind_posix_memalign(k, &p, align, n)) p = NULL);
@@ -168,6 +176,9 @@ static void heap_free(void *p)
     int o = cb_heap_owner((uintptr_t)p);
     if (o < 0) {
         uint8_t *b = ((uint8_t **)((uint8_t *)p - cb.ps))[1];
+        size_t n = ((size_t *)((uint8_t *)p - cb.ps))[0];
+        if (n >= atomic_load_explicit(&big_min, memory_order_relaxed) && n < BIG_MIN_MAX)
+            atomic_store_explicit(&big_min, n + 1, memory_order_relaxed);
         if (cb_syncing) /* inside a release or an acquire: with the next one */
             cb_send_freed(0, M_FREE, (uintptr_t)b, false);
         else
@@ -234,7 +245,7 @@ void *realloc(void *p, size_t n)
         return NULL;
     }
     int o = cb_heap_owner((uintptr_t)p);
-    if (o == cb.self && n < BIG) {
+    if (o == cb.self && n < atomic_load_explicit(&big_min, memory_order_relaxed)) {
         void *q;
         memkind_t k = my_arena();
         AS_RUNTIME(q = memkind_realloc(k, p, n));

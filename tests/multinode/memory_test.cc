@@ -381,3 +381,22 @@ TEST_P(TwinReuse, TwinsGoBackToThePool)
     EXPECT_LT(mn::get_ll(r, "pool") * 4, pages) << res.describe();
 }
 INSTANTIATE_TEST_SUITE_P(Grid, TwinReuse, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
+
+// malloc's big blocks (128 KiB and up, as glibc's mmap threshold) are homed
+// by first touch: a block main allocates and a thread on node 1 writes is
+// homed on node 1; a small block stays in its allocator's arena (homed
+// there); after a big block's free, one of its size comes from the arena.
+class MallocPlacement : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(MallocPlacement, BigBlocksHomedByFirstTouchSmallOnesInTheArena)
+{
+    if (getenv("CABLES_SANITIZE"))
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto res = mn::run_cables(2, GetParam(), mn::prog("malloc_placement"));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "big_on_writer"), mn::get_ll(r, "pages")) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "again_on_owner"), mn::get_ll(r, "pages")) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoNodes, MallocPlacement, ::testing::Values("shm", "tcp"));

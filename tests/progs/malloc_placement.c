@@ -1,0 +1,65 @@
+/* malloc_placement: where malloc's blocks are homed.  main (node 0)
+ * allocates a block of 1 MiB (a big block: glibc would mmap it) and one of
+ * 64 KiB (its node's arena); a thread on node 1 writes both.  The big
+ * block's pages are homed on node 1, their first writer (first touch, as
+ * the kernel places an mmapped block on NUMA nodes), the small block's on
+ * node 0, whose arena it is in.  After main frees the big block, a block
+ * of the same size comes from main's arena (the threshold rose to the
+ * freed size, as glibc's mmap threshold does): homed on node 0.
+ * RESULT ok=1 pages=P big_on_writer=P small_on_owner=S again_on_owner=P */
+#include <stdint.h>
+#include <string.h>
+
+#include "two_nodes.h"
+
+#define BIG (1 << 20)
+#define SMALL (64 << 10)
+
+struct blocks {
+    char *big, *small;
+};
+
+/* (this program's globals are each node's: the blocks come on main's stack) */
+static void *write_both(void *arg)
+{
+    struct blocks *b = arg;
+    memset(b->big, 1, BIG);
+    memset(b->small, 2, SMALL);
+    return NULL;
+}
+
+static void *nothing(void *arg) { return arg; }
+
+static long homed_on(const char *p, size_t n, int node)
+{
+    size_t ps = cables_page_size();
+    long k = 0;
+    for (size_t off = 0; off < n; off += ps)
+        k += cables_home_of(p + off) == node;
+    return k;
+}
+
+int main(int argc, char **argv)
+{
+    two_node_rounds(argc, argv, 1);
+    char *big = malloc(BIG), *small = malloc(SMALL);
+    if (!big || !small) {
+        printf("RESULT ok=0 error=malloc\n");
+        return 1;
+    }
+    struct blocks b = { big, small };
+    two_node_run(nothing, write_both, &b);
+    long pages = BIG / (long)cables_page_size(), spages = SMALL / (long)cables_page_size();
+    long on_writer = homed_on(big, BIG, 1), on_owner = homed_on(small, SMALL, 0);
+    int data_ok = big[0] == 1 && big[BIG - 1] == 1 && small[SMALL - 1] == 2;
+    free(big);
+    char *again = malloc(BIG);
+    memset(again, 3, BIG);
+    long again_on_owner = homed_on(again, BIG, 0);
+    int ok = data_ok && on_writer == pages && on_owner == spages && again_on_owner == pages;
+    printf("RESULT ok=%d pages=%ld big_on_writer=%ld small_on_owner=%ld again_on_owner=%ld\n", ok,
+           pages, on_writer, on_owner, again_on_owner);
+    free(again);
+    free(small);
+    return !ok;
+}
