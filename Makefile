@@ -18,7 +18,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
 LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o \
              $(BUILD)/lib/cables/gomp.o $(BUILD)/lib/cables/openmp/libgomp.spec \
-             $(BUILD)/lib/cables/openmp/cables_omp.h
+             $(BUILD)/lib/cables/openmp/cables_omp.h $(BUILD)/lib/cables/openmp/flush_plugin.so
 RUN      := $(BUILD)/bin/cables-run
 CC_DRIVER := $(BUILD)/bin/cables-cc
 # how a program is linked against libcables (kept even if it names no symbol)
@@ -69,6 +69,14 @@ $(BUILD)/lib/cables/%.o: libcables/link/%.c
 $(BUILD)/lib/cables/gomp.o: openmp/gomp.c libcables/include/cables.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -fPIC -Ilibcables/include -c $< -o $@
+
+# a GCC plugin cables-cc -fopenmp loads (built for this GCC, without the
+# sanitizers: it runs inside the compiler)
+GCC_PLUGIN_DIR := $(shell $(CC) -print-file-name=plugin)
+$(BUILD)/lib/cables/openmp/flush_plugin.so: openmp/flush_plugin.cc
+	@mkdir -p $(dir $@)
+	@test -f $(GCC_PLUGIN_DIR)/include/gcc-plugin.h || { echo "GCC's plugin headers are missing ($(GCC_PLUGIN_DIR)/include): bash scripts/setup.sh installs them" >&2; exit 1; }
+	$(CXX) -std=c++17 -O2 -fPIC -shared -fno-rtti -I$(GCC_PLUGIN_DIR)/include $< -o $@
 
 $(BUILD)/lib/cables/openmp/%: openmp/%
 	@mkdir -p $(dir $@)
@@ -174,6 +182,7 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 	install -d $(PREFIX)/lib/cables/openmp
 	install -m 644 $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o $(BUILD)/lib/cables/gomp.o $(PREFIX)/lib/cables/
 	install -m 644 openmp/libgomp.spec openmp/cables_omp.h $(PREFIX)/lib/cables/openmp/
+	install -m 755 $(BUILD)/lib/cables/openmp/flush_plugin.so $(PREFIX)/lib/cables/openmp/
 	install -d $(PREFIX)/share/cables
 	install -m 644 m4macros/c.m4.cables m4macros/c.m4.pthreads $(PREFIX)/share/cables/
 	sed 's|^CABLES_LIBDIR=.*|CABLES_LIBDIR=$(abspath $(PREFIX))/lib|' tools/cables-run > $(PREFIX)/bin/cables-run

@@ -18,8 +18,7 @@
  * What it leaves out (openmp/README.md): tasks with depend clauses run at
  * once on the thread that makes them; nested regions are active only up to
  * OMP_MAX_ACTIVE_LEVELS (default 1); no cancellation, target devices,
- * detached tasks, task reductions, doacross loops.  A `flush` on its own
- * (no atomic, lock or barrier with it) is the machine's fence only. */
+ * detached tasks, task reductions, doacross loops. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fenv.h>
@@ -315,44 +314,68 @@ static void member_run(struct team *t, unsigned id)
 
 /* The pool: threads kept between regions for one team at a time (libgomp
  * keeps its threads the same way: starting a thread on another node costs
- * milliseconds).  A team made while the pool is busy (a nested region, or
- * regions of several application threads at once) has threads of its own,
- * joined at its end. */
+ * milliseconds).  A region starts with a round of the fork barrier, which
+ * the master and all the pool's threads meet at (a cluster barrier: one
+ * message each way a node, where a condition variable's waiters would each
+ * take its mutex in turn); those of them the team numbers run it.  What a
+ * round starts is in rounds[its number % 2]: the master writes the next
+ * one's only after every thread has met it at this one, so a thread slow
+ * to read its round's cannot read the next's.  A round without a team
+ * moves the threads to a larger fork barrier (the pool grows).  A team
+ * made while the pool is busy (a nested region, or regions of several
+ * application threads at once) has threads of its own, joined at its end. */
+struct round {
+    struct team *team;          /* NULL: fork becomes fork_next */
+    unsigned nthreads;
+    pthread_barrier_t *fork_next;
+};
 static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t go;
-    unsigned long gen;          /* one more at each region the pool runs */
-    struct team *team;          /* the region it runs */
-    unsigned nthreads;          /* and its threads */
+    pthread_mutex_t mu;         /* busy, cached, bars */
+    pthread_barrier_t *fork;    /* workers + 1 meet there */
+    struct round rounds[2];
+    unsigned long round;        /* rounds the master started */
     unsigned workers;           /* its threads: members 1 to workers */
     bool busy;
     struct team *cached;        /* the team it runs, kept for the next region */
     pthread_barrier_t **bars;   /* a barrier for each team size, made once */
     unsigned nbars;
-} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER };
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 struct worker_arg {
     unsigned id;
-    unsigned long seen; /* pool threads: the generation run last */
-    struct team *team;  /* a team's own threads */
+    unsigned long round;     /* pool threads: the next round, at */
+    pthread_barrier_t *fork; /* this barrier */
+    struct team *team;       /* a team's own threads */
 };
+
+static void fork_wait(pthread_barrier_t *b)
+{
+    int rc = pthread_barrier_wait(b);
+    if (rc && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+        die("the pool's fork barrier failed: %s", strerror(rc));
+}
 
 static void *pool_worker(void *p)
 {
     struct worker_arg a = *(struct worker_arg *)p;
     free(p);
     for (;;) {
-        pthread_mutex_lock(&pool.mu);
-        while (pool.gen == a.seen)
-            pthread_cond_wait(&pool.go, &pool.mu);
-        a.seen = pool.gen;
-        struct team *t = pool.team;
-        unsigned n = pool.nthreads; /* this generation's (the team struct is reused) */
-        pthread_mutex_unlock(&pool.mu);
-        if (a.id < n)
-            member_run(t, a.id);
+        fork_wait(a.fork);
+        struct round r = pool.rounds[a.round++ & 1];
+        if (!r.team)
+            a.fork = r.fork_next;
+        else if (a.id < r.nthreads)
+            member_run(r.team, a.id);
     }
     return NULL;
+}
+
+/* the master: a round of the fork barrier, starting team t of n (t NULL:
+ * moving the pool to fork_next) */
+static void pool_round(struct team *t, unsigned n, pthread_barrier_t *fork_next)
+{
+    pool.rounds[pool.round++ & 1] = (struct round){ t, n, fork_next };
+    fork_wait(pool.fork);
 }
 
 static void *own_worker(void *p)
@@ -373,13 +396,13 @@ static pthread_attr_t *worker_attr(pthread_attr_t *at)
     return at;
 }
 
-static void start_thread(void *(*fn)(void *), unsigned id, unsigned long seen, struct team *t,
-                         pthread_t *out)
+static void start_thread(void *(*fn)(void *), const struct worker_arg *arg, pthread_t *out)
 {
+    unsigned id = arg->id;
     struct worker_arg *a = malloc(sizeof *a);
     if (!a)
         die("out of memory for a thread");
-    *a = (struct worker_arg){ id, seen, t };
+    *a = *arg;
     pthread_attr_t at;
     pthread_t th;
     int rc = pthread_create(&th, worker_attr(&at), fn, a);
@@ -472,20 +495,27 @@ struct region {
 static void team_start(struct team *t, struct region *r)
 {
     r->saved = self;
-    if (t->pooled) {
-        pthread_mutex_lock(&pool.mu);
-        while (pool.workers < t->nthreads - 1) {
-            pool.workers++;
-            start_thread(pool_worker, pool.workers, pool.gen, NULL, NULL);
+    if (t->pooled) { /* the pool is this thread's until team_end */
+        unsigned w = t->nthreads - 1;
+        if (pool.workers < w) {
+            /* (the old barrier stays: its threads may still be leaving it) */
+            pthread_barrier_t *nb = malloc(sizeof *nb);
+            if (!nb || pthread_barrier_init(nb, NULL, w + 1))
+                die("cannot make the fork barrier of a pool of %u threads", w);
+            if (pool.workers)
+                pool_round(NULL, 0, nb);
+            pool.fork = nb;
+            for (unsigned i = pool.workers + 1; i <= w; i++)
+                start_thread(pool_worker,
+                             &(struct worker_arg){ .id = i, .round = pool.round, .fork = nb },
+                             NULL);
+            pool.workers = w;
         }
-        pool.team = t;
-        pool.nthreads = t->nthreads;
-        pool.gen++;
-        pthread_cond_broadcast(&pool.go);
-        pthread_mutex_unlock(&pool.mu);
+        pool_round(t, t->nthreads, NULL);
     } else {
         for (unsigned i = 1; i < t->nthreads; i++)
-            start_thread(own_worker, i, 0, t, &t->threads[i]);
+            start_thread(own_worker, &(struct worker_arg){ .id = i, .team = t },
+                         &t->threads[i]);
     }
     member_begin(t, 0, &r->implicit);
 }
@@ -1839,10 +1869,9 @@ void atomic_feraiseexcept(int e)
     (void)x;
 }
 
-/* `#pragma omp flush` is GCC's inline fence, not a call: it cannot reach
- * here.  __sync_synchronize and C11 fences do (cables_omp.h): a cluster
- * acquire and release, so writes before it are seen by the threads that
- * pass one after it. */
+/* A flush: `#pragma omp flush` (flush_plugin.cc), __sync_synchronize and
+ * C11 fences (cables_omp.h) call it.  A cluster acquire and release: the
+ * writes before it are seen by the threads that pass one after it. */
 static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
 void cables_omp_flush(void)
 {

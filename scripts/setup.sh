@@ -13,3 +13,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# GCC's plugin headers, for cables-cc -fopenmp's flush plugin (openmp/): the
+# package named after the installed GCC's major version
+gcc_major=$(gcc -dumpversion | cut -d. -f1)
+if ! dpkg-query -W -f='${Status}' "gcc-$gcc_major-plugin-dev" 2>/dev/null | grep -q "install ok installed"; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing gcc-$gcc_major-plugin-dev"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "gcc-$gcc_major-plugin-dev" >/dev/null
+fi

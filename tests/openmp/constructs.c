@@ -82,6 +82,21 @@ int main(void)
     CHECK_EQ("serial_in_parallel", omp_in_parallel(), 0);
     CHECK_GE("num_procs", omp_get_num_procs(), 1);
 
+    /* teams of changing sizes (the runtime's pool of threads grows under
+     * them): each has its size */
+    const int sizes[] = { 2, 1, want, 3, 2, want };
+    int sizes_ok = 1;
+    for (int k = 0; k < 6; k++) {
+        int members = 0;
+#pragma omp parallel num_threads(sizes[k])
+        {
+#pragma omp atomic
+            members++;
+        }
+        sizes_ok &= members == sizes[k];
+    }
+    CHECK("team_sizes", sizes_ok);
+
     /* the team: ids 0..n-1, each once */
     int ids[T_MAX] = { 0 }, team = 0, in_par = 0, level = 0;
 #pragma omp parallel
@@ -281,6 +296,34 @@ int main(void)
         }
     }
     CHECK_EQ("atomic_flag", saw, want - 1);
+
+    /* the same with plain variables and flush alone (OpenMP before 4.0):
+     * the readers poll (up to 10 s) from before the flag is set */
+    int pflag = 0, pdata = 0, psaw = 0;
+#pragma omp parallel
+    {
+        if (omp_get_thread_num() == 0) {
+            struct timespec ts = { 0, 100000000 };
+            nanosleep(&ts, NULL);
+            pdata = 7;
+#pragma omp flush
+            pflag = 1;
+#pragma omp flush
+        } else {
+            int f = 0;
+            double until = omp_get_wtime() + 10;
+            while (!f && omp_get_wtime() < until) {
+#pragma omp flush
+                f = ((volatile int *)&pflag)[0];
+            }
+#pragma omp flush
+            if (pdata == 7) {
+#pragma omp atomic
+                psaw++;
+            }
+        }
+    }
+    CHECK_EQ("flush_flag", psaw, want - 1);
 
     /* barrier: each thread writes its slot, then reads every slot */
     long slots[T_MAX] = { 0 };
