@@ -7,8 +7,9 @@
 # Two threads each time: natively, on libcables at 1 node (both threads on
 # it) and at 2 nodes (one thread a node).
 #   (a) bench/openmp/syncbench: microseconds per construct (EPCC's way: the
-#       construct in a loop, its body's delay subtracted); the ratios say
-#       what a construct costs once its threads are on two nodes.
+#       construct in a loop, its body's delay subtracted), median of
+#       BENCH_REPS runs; the ratios say what a construct costs once its
+#       threads are on two nodes.
 #   (b) apps/openmp/jacobi: a stencil's sweeps (its own timing of them),
 #       median of BENCH_REPS runs (default 3), interleaved; the cables
 #       RESULT must equal the native one.
@@ -43,12 +44,19 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] 
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); transport $TRANSPORT; 2 threads"
 echo
-echo "(a) syncbench $SYNC_REPS: microseconds per construct"
+echo "(a) syncbench $SYNC_REPS: microseconds per construct, median of $REPS runs"
+for ((r = 1; r <= REPS; r++)); do
+    for kind in native n1 n2; do
+        if ! run "$kind" bench/openmp/syncbench "$SYNC_REPS" || ! grep -q "RESULT ok=1" "$logs/out"; then
+            echo "FAIL syncbench $kind run $r"; cat "$logs/out"; status=1
+        fi
+        grep '^construct ' "$logs/out" | awk '{ sub("us=", "", $3); print $2, $3 }' >> "$logs/all.$kind"
+    done
+done
 for kind in native n1 n2; do
-    if ! run "$kind" bench/openmp/syncbench "$SYNC_REPS" || ! grep -q "RESULT ok=1" "$logs/out"; then
-        echo "FAIL syncbench $kind"; cat "$logs/out"; status=1
-    fi
-    grep '^construct ' "$logs/out" | awk '{ sub("us=", "", $3); print $2, $3 }' > "$logs/sync.$kind"
+    for c in $(awk '{ print $1 }' "$logs/all.$kind" | awk '!seen[$0]++'); do
+        echo "$c $(awk -v c="$c" '$1 == c { print $2 }' "$logs/all.$kind" | median)"
+    done | sort > "$logs/sync.$kind"
 done
 printf '%-10s %10s %10s %8s %10s %8s\n' construct native "1 node" ratio "2 nodes" ratio
 join "$logs/sync.native" "$logs/sync.n1" | join - "$logs/sync.n2" |

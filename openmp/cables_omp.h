@@ -4,14 +4,19 @@
  * for the older __sync builtins, atomic_flag's test-and-set and clear, nor
  * fences: those stay locked instructions, atomic in one node's memory only.
  * These macros put them on the __atomic builtins (and fences on the
- * runtime's flush), so that they work across nodes too. */
-#ifndef CABLES_OMP_H
+ * runtime's flush), so that they work across nodes too.  C only (cables-cc
+ * drives a C compiler); nothing for assembler sources. */
+#if !defined(CABLES_OMP_H) && !defined(__ASSEMBLER__) && !defined(__cplusplus)
 #define CABLES_OMP_H
 
 void cables_omp_flush(void);
 
-#define __atomic_test_and_set(p, mo) \
-    (__atomic_exchange_n((volatile unsigned char *)(p), (unsigned char)1, (mo)) != 0)
+#define __atomic_test_and_set(p, mo)                                                  \
+    __extension__({                                                                   \
+        _Bool cables_was_ =                                                           \
+            __atomic_exchange_n((volatile unsigned char *)(p), (unsigned char)1, (mo)); \
+        cables_was_;                                                                  \
+    })
 #define __atomic_clear(p, mo) __atomic_store_n((volatile unsigned char *)(p), (unsigned char)0, (mo))
 #define __atomic_thread_fence(mo) ((mo) == __ATOMIC_RELAXED ? (void)0 : cables_omp_flush())
 
@@ -29,13 +34,13 @@ void cables_omp_flush(void);
 #define __sync_nand_and_fetch(p, v, ...) __atomic_nand_fetch((p), (v), __ATOMIC_SEQ_CST)
 #define __sync_bool_compare_and_swap(p, o, n, ...)                                     \
     __extension__({                                                                     \
-        __typeof__(*(p)) cables_old_ = (o);                                             \
+        __auto_type cables_old_ = (__typeof__(*(p)))(o); /* (not volatile) */          \
         __atomic_compare_exchange_n((p), &cables_old_, (n), 0, __ATOMIC_SEQ_CST,        \
                                     __ATOMIC_SEQ_CST);                                  \
     })
 #define __sync_val_compare_and_swap(p, o, n, ...)                                      \
     __extension__({                                                                     \
-        __typeof__(*(p)) cables_old_ = (o);                                             \
+        __auto_type cables_old_ = (__typeof__(*(p)))(o);                                \
         __atomic_compare_exchange_n((p), &cables_old_, (n), 0, __ATOMIC_SEQ_CST,        \
                                     __ATOMIC_SEQ_CST);                                  \
         cables_old_;                                                                    \

@@ -17,22 +17,32 @@
 #include "function.h"
 #include "gimple.h"
 #include "gimple-iterator.h"
+#include "ggc.h"
 #include "memmodel.h"
 
 int plugin_is_GPL_compatible;
+
+// the runtime's function, declared once a compilation (a root of GCC's
+// garbage collector: it lives as long as the compilation)
+static tree flush_fn;
+static const struct ggc_root_tab flush_roots[] = {
+    { &flush_fn, 1, sizeof flush_fn, &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+    LAST_GGC_ROOT_TAB,
+};
 
 namespace {
 
 tree flush_decl()
 {
-    static tree decl;
-    if (!decl) {
-        decl = build_fn_decl("cables_omp_flush", build_function_type_list(void_type_node, NULL_TREE));
-        DECL_EXTERNAL(decl) = 1;
-        TREE_PUBLIC(decl) = 1;
-        DECL_ARTIFICIAL(decl) = 1;
+    if (!flush_fn) {
+        flush_fn = build_fn_decl("cables_omp_flush",
+                                 build_function_type_list(void_type_node, NULL_TREE));
+        DECL_EXTERNAL(flush_fn) = 1;
+        TREE_PUBLIC(flush_fn) = 1;
+        DECL_ARTIFICIAL(flush_fn) = 1;
+        TREE_NOTHROW(flush_fn) = 1; /* (not leaf: it must stay a barrier to the compiler) */
     }
-    return decl;
+    return flush_fn;
 }
 
 // a fence that orders memory: __sync_synchronize, or __atomic_thread_fence
@@ -83,5 +93,7 @@ int plugin_init(struct plugin_name_args *info, struct plugin_gcc_version *versio
     }
     struct register_pass_info pass = { new flush_pass(g), "cfg", 1, PASS_POS_INSERT_AFTER };
     register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+    register_callback(info->base_name, PLUGIN_REGISTER_GGC_ROOTS, NULL,
+                      const_cast<ggc_root_tab *>(flush_roots));
     return 0;
 }

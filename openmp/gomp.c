@@ -277,7 +277,7 @@ static struct thr *me(void)
     return &self;
 }
 
-static void task_drain(struct team *t);
+static void task_drain(void);
 
 /* All the team's threads arrive; then, if tasks were deferred in the
  * region, they run them together until none is left (a task scheduling
@@ -289,7 +289,7 @@ static void team_barrier(struct team *t)
         if (rc && rc != PTHREAD_BARRIER_SERIAL_THREAD)
             die("a team barrier failed: %s", strerror(rc));
         if (t->tasking)
-            task_drain(t);
+            task_drain();
     }
 }
 
@@ -336,7 +336,12 @@ static struct {
     unsigned long round;        /* rounds the master started */
     unsigned workers;           /* its threads: members 1 to workers */
     bool busy;
-    struct team *cached;        /* the team it runs, kept for the next region */
+    /* the teams it runs, kept: region k's is cached[k % 2], so that a
+     * thread still leaving region k's team (its barrier's tasks) is out of
+     * it before region k + 2 sets it up: region k + 1's fork round waits
+     * for every thread */
+    struct team *cached[2];
+    unsigned long regions;
     pthread_barrier_t **bars;   /* a barrier for each team size, made once */
     unsigned nbars;
 } pool = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -450,9 +455,10 @@ static struct team *team_make(void (*fn)(void *), void *data, unsigned num_threa
         pthread_mutex_lock(&pool.mu);
         if (!pool.busy) {
             pool.busy = true;
-            if (!pool.cached && !(pool.cached = calloc(1, sizeof *pool.cached)))
+            struct team **c = &pool.cached[pool.regions++ & 1];
+            if (!*c && !(*c = calloc(1, sizeof **c)))
                 die("out of memory for a team");
-            t = pool.cached;
+            t = *c;
             t->pooled = true;
             t->bar = pool_barrier(n);
         }
@@ -1151,12 +1157,12 @@ static struct task *task_take_locked(struct team *t, bool (*ok)(struct task *, v
     return NULL;
 }
 
-/* runs queued tasks that ok accepts until until(arg) holds; task_mu held
- * on entry and on return */
+/* runs queued tasks that ok accepts until until(arg) holds */
 static void task_run_until(struct thr *s, bool (*until)(struct team *, void *),
                            bool (*ok)(struct task *, void *), void *arg)
 {
     struct team *t = s->team;
+    pthread_mutex_lock(&t->task_mu);
     while (!until(t, arg)) {
         struct task *k = task_take_locked(t, ok, arg);
         if (!k) {
@@ -1174,6 +1180,7 @@ static void task_run_until(struct thr *s, bool (*until)(struct team *, void *),
             pthread_mutex_lock(&t->task_mu);
         }
     }
+    pthread_mutex_unlock(&t->task_mu);
 }
 
 static bool none_left(struct team *t, void *arg)
@@ -1182,13 +1189,8 @@ static bool none_left(struct team *t, void *arg)
     return !t->head && t->running == 0;
 }
 
-static void task_drain(struct team *t)
-{
-    struct thr *s = &self;
-    pthread_mutex_lock(&t->task_mu);
-    task_run_until(s, none_left, NULL, NULL);
-    pthread_mutex_unlock(&t->task_mu);
-}
+/* the calling thread's team's */
+static void task_drain(void) { task_run_until(&self, none_left, NULL, NULL); }
 
 /* makes a task running fn on its copy of data (cpyfn makes the copy, else
  * memcpy); bounds: a taskloop's, put as the copy's first two words */
@@ -1277,9 +1279,7 @@ void GOMP_taskwait(void)
     struct task *cur = s->task;
     if (!cur || !cur->had_children)
         return;
-    pthread_mutex_lock(&s->team->task_mu);
     task_run_until(s, no_children, child_of, cur);
-    pthread_mutex_unlock(&s->team->task_mu);
 }
 void GOMP_taskwait_depend(void **depend)
 {
@@ -1315,11 +1315,8 @@ void GOMP_taskgroup_end(void)
         return;
     struct taskgroup *g = s->task->group;
     /* tasks counted in it may come from undeferred children: ask the team */
-    if (s->team->tasking) {
-        pthread_mutex_lock(&s->team->task_mu);
+    if (s->team->tasking)
         task_run_until(s, group_empty, in_group, g);
-        pthread_mutex_unlock(&s->team->task_mu);
-    }
     s->task->group = g->prev;
     free(g);
 }

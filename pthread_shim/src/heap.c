@@ -114,25 +114,43 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
     cb_mutex_unlock(&pend_mu);
 }
 
-/* ---- big blocks: [header page: size, allocation][data...] ---- */
+/* ---- big blocks: [header page: size, allocation, capacity][data...] ---- */
 /* zero: the block must read as zeros (a freed range's pages that were used
- * are zeroed, gas.c; new pages are zero until written).  The data starts a
- * page group after the range does: the header's first touch homes its
- * group (on the allocating node), not pages of the data. */
-static void *big_alloc(size_t n, size_t align, bool zero)
+ * are zeroed, gas.c; new pages are zero until written).  cap (>= n): the
+ * bytes realloc may grow it to in place (address space only: pages never
+ * touched cost nothing).  The data starts a page group after the range
+ * does: the header's first touch homes its group (on the allocating node),
+ * not pages of the data (for an alignment above a page, the data's first
+ * pages may share the header's group). */
+static void *big_alloc(size_t n, size_t cap, size_t align, bool zero)
 {
     size_t ps = cb.ps, group = (size_t)cb.cfg.page_group * ps, a = align > ps ? align : ps;
-    if (n > SIZE_MAX - group - a)
+    if (cap < n)
+        cap = n;
+    if (cap > SIZE_MAX - group - a)
         return NULL;
     /* inside a release or an acquire (a libc call of the runtime's), new
      * space (gas.c) */
-    uint8_t *b = cb_alloc_reusable(n + group + a, zero);
+    uint8_t *b = cb_alloc_reusable(cap + group + a, zero);
     if (!b)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)b + group + a - 1) / a * a);
-    ((size_t *)(p - ps))[0] = n;
-    ((uint8_t **)(p - ps))[1] = b; /* what cables_free takes back */
+    size_t *h = (size_t *)(p - ps);
+    h[0] = n;
+    ((uint8_t **)h)[1] = b; /* what cables_free takes back */
+    h[2] = cap;
     return p;
+}
+
+/* the threshold rises to a big block's size freed (a maximum: concurrent
+ * frees may race) */
+static void big_min_raise(size_t n)
+{
+    size_t cur = atomic_load_explicit(&big_min, memory_order_relaxed);
+    while (n >= cur && n < BIG_MIN_MAX &&
+           !atomic_compare_exchange_weak_explicit(&big_min, &cur, n + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
 }
 
 static size_t block_size(void *p)
@@ -163,7 +181,7 @@ static void *heap_alloc(size_t n, size_t align, bool *zero)
             AS_RUNTIME(p = memkind_malloc(k, n ? n : 1));
     }
     if (!p) /* big, or the arena is full */
-        big = (p = big_alloc(n, align, zero != NULL)) != NULL;
+        big = (p = big_alloc(n, n, align, zero != NULL)) != NULL;
     if (!p)
         errno = ENOMEM;
     if (zero)
@@ -176,9 +194,7 @@ static void heap_free(void *p)
     int o = cb_heap_owner((uintptr_t)p);
     if (o < 0) {
         uint8_t *b = ((uint8_t **)((uint8_t *)p - cb.ps))[1];
-        size_t n = ((size_t *)((uint8_t *)p - cb.ps))[0];
-        if (n >= atomic_load_explicit(&big_min, memory_order_relaxed) && n < BIG_MIN_MAX)
-            atomic_store_explicit(&big_min, n + 1, memory_order_relaxed);
+        big_min_raise(((size_t *)((uint8_t *)p - cb.ps))[0]);
         if (cb_syncing) /* inside a release or an acquire: with the next one */
             cb_send_freed(0, M_FREE, (uintptr_t)b, false);
         else
@@ -245,6 +261,21 @@ void *realloc(void *p, size_t n)
         return NULL;
     }
     int o = cb_heap_owner((uintptr_t)p);
+    if (o < 0) { /* a big block: in place within its capacity, else to one twice as big */
+        size_t *h = (size_t *)((uint8_t *)p - cb.ps);
+        if (n <= h[2]) {
+            h[0] = n;
+            return p;
+        }
+        void *q = big_alloc(n, h[2] > SIZE_MAX / 2 ? n : 2 * h[2], 0, false);
+        if (!q) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        memcpy(q, p, h[0]);
+        free(p);
+        return q;
+    }
     if (o == cb.self && n < atomic_load_explicit(&big_min, memory_order_relaxed)) {
         void *q;
         memkind_t k = my_arena();

@@ -385,7 +385,8 @@ INSTANTIATE_TEST_SUITE_P(Grid, TwinReuse, ::testing::ValuesIn(mn::all_cfgs()), m
 // malloc's big blocks (128 KiB and up, as glibc's mmap threshold) are homed
 // by first touch: a block main allocates and a thread on node 1 writes is
 // homed on node 1; a small block stays in its allocator's arena (homed
-// there); after a big block's free, one of its size comes from the arena.
+// there); after a big block's free, one of its size comes from the arena; a
+// big block grown by realloc moves about once per doubling.
 class MallocPlacement : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(MallocPlacement, BigBlocksHomedByFirstTouchSmallOnesInTheArena)
@@ -397,6 +398,8 @@ TEST_P(MallocPlacement, BigBlocksHomedByFirstTouchSmallOnesInTheArena)
     EXPECT_EQ(r["ok"], "1") << res.describe();
     EXPECT_EQ(mn::get_ll(r, "big_on_writer"), mn::get_ll(r, "pages")) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "again_on_owner"), mn::get_ll(r, "pages")) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "grown_ok"), 1) << res.describe();
+    EXPECT_LE(mn::get_ll(r, "moves"), 10) << res.describe(); // 127 if each growth moved it
 }
 
 INSTANTIATE_TEST_SUITE_P(TwoNodes, MallocPlacement, ::testing::Values("shm", "tcp"));

@@ -5,8 +5,12 @@
  * the kernel places an mmapped block on NUMA nodes), the small block's on
  * node 0, whose arena it is in.  After main frees the big block, a block
  * of the same size comes from main's arena (the threshold rose to the
- * freed size, as glibc's mmap threshold does): homed on node 0.
- * RESULT ok=1 pages=P big_on_writer=P small_on_owner=S again_on_owner=P */
+ * freed size, as glibc's mmap threshold does): homed on node 0.  A buffer
+ * grown by realloc in 64 KiB steps to 8 MiB keeps its bytes and moves
+ * about once per doubling (a big block grows in place within a capacity
+ * twice the size it had when it last moved).
+ * RESULT ok=1 pages=P big_on_writer=P small_on_owner=S again_on_owner=P
+ *        grown_ok=1 moves=M */
 #include <stdint.h>
 #include <string.h>
 
@@ -56,9 +60,27 @@ int main(int argc, char **argv)
     char *again = malloc(BIG);
     memset(again, 3, BIG);
     long again_on_owner = homed_on(again, BIG, 0);
-    int ok = data_ok && on_writer == pages && on_owner == spages && again_on_owner == pages;
-    printf("RESULT ok=%d pages=%ld big_on_writer=%ld small_on_owner=%ld again_on_owner=%ld\n", ok,
-           pages, on_writer, on_owner, again_on_owner);
+    long moves = 0;
+    int grown_ok = 1;
+    char *buf = malloc(64 << 10);
+    memset(buf, 5, 64 << 10);
+    for (size_t n = 128 << 10; n <= (8u << 20) && buf; n += 64 << 10) {
+        char *nb = realloc(buf, n);
+        if (!nb) {
+            grown_ok = 0;
+            break;
+        }
+        moves += nb != buf;
+        buf = nb;
+        grown_ok &= buf[0] == 5 && buf[n - (64 << 10) - 1] == 5;
+        memset(buf + n - (64 << 10), 5, 64 << 10);
+    }
+    free(buf);
+    int ok = data_ok && on_writer == pages && on_owner == spages && again_on_owner == pages &&
+             grown_ok && moves <= 10;
+    printf("RESULT ok=%d pages=%ld big_on_writer=%ld small_on_owner=%ld again_on_owner=%ld "
+           "grown_ok=%d moves=%ld\n",
+           ok, pages, on_writer, on_owner, again_on_owner, grown_ok, moves);
     free(again);
     free(small);
     return !ok;
