@@ -217,6 +217,7 @@ struct team {
     void (*fn)(void *);
     void *data;
     bool pre;               /* ring[0] holds a combined construct's loop */
+    unsigned sections;      /* a combined construct's sections */
     bool pooled;            /* run by the pool's threads, else by its own */
     struct env env;         /* its master's */
     int level, active_level; /* of the region it runs */
@@ -245,6 +246,7 @@ struct thr {
     unsigned long long trip; /* static loops: chunks taken */
     unsigned long long lo, hi; /* the chunk it runs (iteration numbers) */
     bool has_chunk;
+    unsigned sec_next, sec_count; /* sections: the next this thread runs, of */
     struct env env;
     struct task *task;      /* the task it runs (in a team of more than one) */
     int final_depth;        /* inside final tasks */
@@ -300,6 +302,8 @@ static void member_begin(struct team *t, unsigned id, struct task *k)
     *k = (struct task){ .implicit = true };
     if (t->pre)
         self.ws_count = 1, self.ws = &t->ring[0];
+    if (t->sections)
+        self.sec_count = t->sections, self.sec_next = id + 1;
 }
 
 /* member id of team t: runs the region's function, then waits at its end */
@@ -478,6 +482,7 @@ static struct team *team_make(void (*fn)(void *), void *data, unsigned num_threa
     t->nthreads = n;
     t->fn = fn, t->data = data;
     t->pre = false;
+    t->sections = 0;
     t->env = s->env;
     t->level = cur->level + 1;
     t->active_level = cur->active_level + (n > 1);
@@ -919,25 +924,28 @@ void GOMP_ordered_start(void)
 }
 void GOMP_ordered_end(void) {}
 
-/* ---- sections: a dynamic loop over section numbers 1..count ---- */
+/* ---- sections and single: dealt by thread number, with no message ----
+ * Which thread runs a section or a single is the implementation's choice;
+ * libgomp's (the first to come) costs a cluster mutex here, a round trip
+ * or more between nodes.  Section k goes to thread (k - 1) % n; a single
+ * without copyprivate to thread 0, as a master would. */
 
+unsigned GOMP_sections_next(void)
+{
+    struct thr *s = me();
+    if (s->sec_next > s->sec_count)
+        return 0;
+    unsigned k = s->sec_next;
+    s->sec_next += s->team->nthreads;
+    return k;
+}
 unsigned GOMP_sections_start(unsigned count)
 {
     struct thr *s = me();
-    bool first;
-    struct ws *w = ws_enter(s, &first);
-    if (first)
-        loop_setup(w, S_DYNAMIC, count, 1, 1, 1, false, false);
-    pthread_mutex_unlock(&w->mu);
-    long a, b;
-    return next_long(&a, &b) ? (unsigned)a : 0;
+    s->sec_count = count, s->sec_next = s->id + 1;
+    return GOMP_sections_next();
 }
-unsigned GOMP_sections_next(void)
-{
-    long a, b;
-    return next_long(&a, &b) ? (unsigned)a : 0;
-}
-void GOMP_sections_end_nowait(void) { ws_leave(me()); }
+void GOMP_sections_end_nowait(void) { me()->sec_count = 0; }
 void GOMP_sections_end(void)
 {
     GOMP_sections_end_nowait();
@@ -953,31 +961,17 @@ void GOMP_parallel_sections(void (*fn)(void *), void *data, unsigned n, unsigned
 {
     (void)flags;
     struct team *t = team_make(fn, data, n);
-    struct ws *w = &t->ring[0];
-    w->idx = 0, w->left = 0;
-    loop_setup(w, S_DYNAMIC, count, 1, 1, 1, false, false);
-    t->pre = true;
+    t->sections = count;
     struct region r;
     team_start(t, &r);
     fn(data);
     team_end(t, &r);
 }
 
-/* ---- single ---- */
+bool GOMP_single_start(void) { return me()->id == 0; }
 
-bool GOMP_single_start(void)
-{
-    struct thr *s = me();
-    bool first;
-    struct ws *w = ws_enter(s, &first);
-    if (first)
-        w->kind = W_SINGLE;
-    ws_left_locked(s->team, w);
-    pthread_mutex_unlock(&w->mu);
-    s->ws = NULL;
-    return first;
-}
-
+/* single copyprivate: the first thread to come runs it, the others wait
+ * for its data (a slot of the ring: they synchronize anyway) */
 void *GOMP_single_copy_start(void)
 {
     struct thr *s = me();
