@@ -133,6 +133,26 @@ INSTANTIATE_TEST_SUITE_P(TwoNodes, Posix, ::testing::ValuesIn(posix_cases()),
                              return std::string(i.param.name) + "_" + i.param.transport;
                          });
 
+// On one node that no node can join, barriers are met without the
+// communication thread (barrier.c): the conformance programs that use
+// them pass there too, with as many checks as natively.
+class PosixOneNode : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(PosixOneNode, PassesOnOneNode)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const std::string rel = std::string("tests/posix/") + GetParam();
+    auto want = native_result(rel, {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(1, "shm", relinked(rel), {});
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Local, PosixOneNode, ::testing::Values("barrier", "cond", "threads"));
+
 // Signal dispositions reach a node attached after they were set: main
 // installs its handlers on the one launched node, then the worker of
 // tests/posix/thread_ops runs on a node attached for it (one thread a
