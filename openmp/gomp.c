@@ -164,23 +164,19 @@ static void settings(void) { pthread_once(&g.once, settings_read); }
 
 /* ---- teams ---- */
 
-/* A worksharing construct's state (a loop, sections, a single), in a ring
+/* A worksharing construct's state (a loop, a single with copyprivate), in a ring
  * of RING slots per team: threads that left a construct with nowait may be
  * up to RING constructs ahead of the slowest. */
 #define RING 8
-enum { W_LOOP, W_SINGLE };
 struct ws {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     long idx;         /* the construct's number in its region */
     int left;         /* threads that have left it; the slot is free at nthreads */
-    int kind;
-    bool ull;         /* an unsigned long long loop */
     int sched;        /* S_* */
     unsigned long long n, next, chunk; /* iterations, the next not handed out, chunk */
     unsigned long long start, incr;    /* iteration k is start + k * incr */
     unsigned long long ord_next;       /* the first iteration of the chunk whose turn it is */
-    bool taken;       /* single: a thread runs it */
     bool copy_ready;  /* single copyprivate: copy_ptr is set */
     void *copy_ptr;
 };
@@ -592,17 +588,15 @@ static void ws_leave(struct thr *s)
 }
 
 static void loop_setup(struct ws *w, int sched, unsigned long long n, unsigned long long start,
-                       unsigned long long incr, long chunk, bool ull, bool ordered)
+                       unsigned long long incr, long chunk, bool ordered)
 {
     sched &= ~(int)S_MONOTONIC;
     if (sched == S_AUTO)
         sched = S_STATIC; /* the placement a cluster wants: each thread its block */
-    w->kind = W_LOOP;
     w->sched = sched;
     w->n = n, w->next = 0;
     w->chunk = chunk > 0 ? (unsigned long long)chunk : sched == S_STATIC ? 0 : 1;
     w->start = start, w->incr = incr;
-    w->ull = ull;
     w->ord_next = ordered ? 0 : ~0ull;
 }
 
@@ -719,7 +713,7 @@ static bool start_long(int sched, long start, long end, long incr, long chunk, b
     struct ws *w = ws_enter(s, &first);
     if (first)
         loop_setup(w, sched, count_long(start, end, incr), (unsigned long long)start,
-                   (unsigned long long)incr, chunk, false, ordered);
+                   (unsigned long long)incr, chunk, ordered);
     pthread_mutex_unlock(&w->mu);
     return next_long(istart, iend);
 }
@@ -733,7 +727,7 @@ static bool start_ull(int sched, bool up, unsigned long long start, unsigned lon
     bool first;
     struct ws *w = ws_enter(s, &first);
     if (first)
-        loop_setup(w, sched, count_ull(up, start, end, incr), start, incr, chunk, true, ordered);
+        loop_setup(w, sched, count_ull(up, start, end, incr), start, incr, chunk, ordered);
     pthread_mutex_unlock(&w->mu);
     return next_ull(istart, iend);
 }
@@ -749,7 +743,7 @@ static void parallel_loop(void (*fn)(void *), void *data, unsigned n, int sched,
     struct ws *w = &t->ring[0];
     w->idx = 0, w->left = 0;
     loop_setup(w, sched, count_long(start, end, incr), (unsigned long long)start,
-               (unsigned long long)incr, chunk, false, false);
+               (unsigned long long)incr, chunk, false);
     t->pre = true;
     struct region r;
     team_start(t, &r);
@@ -979,7 +973,6 @@ void *GOMP_single_copy_start(void)
     struct ws *w = ws_enter(s, &first);
     void *p = NULL;
     if (first) {
-        w->kind = W_SINGLE;
         w->copy_ready = false;
     } else {
         while (!w->copy_ready)
