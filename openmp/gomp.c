@@ -545,6 +545,15 @@ static void team_end(struct team *t, const struct region *r)
     free(t);
 }
 
+/* the calling thread makes team t's region: starts it, runs its part, ends it */
+static void team_run(struct team *t)
+{
+    struct region r;
+    team_start(t, &r);
+    t->fn(t->data);
+    team_end(t, &r);
+}
+
 /* ---- worksharing ---- */
 
 /* Enters the calling thread's next construct: its slot, locked; *first if
@@ -745,10 +754,7 @@ static void parallel_loop(void (*fn)(void *), void *data, unsigned n, int sched,
     loop_setup(w, sched, count_long(start, end, incr), (unsigned long long)start,
                (unsigned long long)incr, chunk, false);
     t->pre = true;
-    struct region r;
-    team_start(t, &r);
-    fn(data);
-    team_end(t, &r);
+    team_run(t);
 }
 
 #define LOOP_KIND(name, sched)                                                                \
@@ -956,10 +962,7 @@ void GOMP_parallel_sections(void (*fn)(void *), void *data, unsigned n, unsigned
     (void)flags;
     struct team *t = team_make(fn, data, n);
     t->sections = count;
-    struct region r;
-    team_start(t, &r);
-    fn(data);
-    team_end(t, &r);
+    team_run(t);
 }
 
 bool GOMP_single_start(void) { return me()->id == 0; }
@@ -1004,10 +1007,7 @@ void GOMP_parallel(void (*fn)(void *), void *data, unsigned n, unsigned flags)
 {
     (void)flags; /* proc_bind: the runtime places threads */
     struct team *t = team_make(fn, data, n);
-    struct region r;
-    team_start(t, &r);
-    fn(data);
-    team_end(t, &r);
+    team_run(t);
 }
 
 /* the ABI before GCC 4.9: the encountering thread calls fn itself between

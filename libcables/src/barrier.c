@@ -98,21 +98,20 @@ int cb_barrier_wait(cables_barrier_t *b)
         cb_die("node %d: cables_barrier_wait on a barrier never initialized (count 0)", cb.self);
     uint64_t t0 = cb_now_ns();
     cb_release();
+    int serial;
     if (alone()) {
-        int serial = local_wait((uintptr_t)b, count);
+        serial = local_wait((uintptr_t)b, count);
         static const cb_vc_t none; /* no other node's intervals */
         cb_acquire(none);
-        STAT_ADD(barriers, 1);
-        STAT_ADD(barrier_wait_ns, cb_now_ns() - t0);
-        return serial;
+    } else {
+        cb_waiter_t *w = cb_waiter_new();
+        cb_msg_t m = { .type = M_BAR_ARRIVE, .a = (uintptr_t)b, .b = count, .c = 1 };
+        cb_call(cb.self, &m, NULL, 0, w);
+        cb_acquire(w->data);
+        free(w->data);
+        serial = (int)w->value;
+        cb_waiter_free(w);
     }
-    cb_waiter_t *w = cb_waiter_new();
-    cb_msg_t m = { .type = M_BAR_ARRIVE, .a = (uintptr_t)b, .b = count, .c = 1 };
-    cb_call(cb.self, &m, NULL, 0, w);
-    cb_acquire(w->data);
-    free(w->data);
-    int serial = (int)w->value;
-    cb_waiter_free(w);
     STAT_ADD(barriers, 1);
     STAT_ADD(barrier_wait_ns, cb_now_ns() - t0);
     return serial;
