@@ -1,4 +1,6 @@
 /* Linked by cables-cc before the program's objects: its .bss comes right
  * after the copy-relocated libc objects (stdout, environ, ...), which stay
- * per node; from this page on, the program's .bss is shared. */
-__attribute__((aligned(4096))) char cables_statics_bss_begin[1];
+ * per node; from this page on, the program's .bss is shared.  The marker's
+ * bytes after its first are the runtime's, for the whole program
+ * (cb_program, libcables/src/internal.h). */
+__attribute__((aligned(4096))) char cables_statics_bss_begin[64];

@@ -96,7 +96,7 @@ static int place(const cb_alloc_t *a, uint64_t p, int toucher)
 static int16_t *dir_table(void)
 {
     if (!dir) {
-        dir = mmap(NULL, cb.npages * sizeof *dir, PROT_READ | PROT_WRITE,
+        dir = cb_mmap(NULL, cb.npages * sizeof *dir, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (dir == MAP_FAILED)
             cb_die("cannot reserve the page directory");

@@ -21,7 +21,7 @@ static cb_ranges_t ranges; /* the master's allocations (below); its comm thread 
 
 void *cb_reserve(size_t len)
 {
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+    void *p = cb_mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         cb_die("cannot reserve %zu bytes of address space for page tables: %s",
@@ -37,12 +37,12 @@ void cb_gas_init(void)
     if (cb.memfd < 0 || ftruncate(cb.memfd, (off_t)cb.cfg.gas_size))
         cb_die("cannot create the %zu-byte page store (CABLES_GAS_SIZE): %s",
                cb.cfg.gas_size, strerror(errno));
-    cb.proto = mmap(NULL, cb.cfg.gas_size, PROT_READ | PROT_WRITE,
+    cb.proto = cb_mmap(NULL, cb.cfg.gas_size, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_NORESERVE, cb.memfd, 0);
     if (cb.proto == MAP_FAILED)
         cb_die("cannot map the protocol view (CABLES_GAS_SIZE=%zu): %s",
                cb.cfg.gas_size, strerror(errno));
-    cb.app = mmap((void *)CB_GAS_BASE, cb.cfg.gas_size, PROT_NONE,
+    cb.app = cb_mmap((void *)CB_GAS_BASE, cb.cfg.gas_size, PROT_NONE,
                   MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, cb.memfd, 0);
     if (cb.app != (void *)CB_GAS_BASE)
         cb_die("cannot reserve the global address space at %#llx (+%zu bytes): %s; "
@@ -114,7 +114,7 @@ void cb_page_unown(uint64_t p, uint32_t state)
 
 void cb_page_protect(uint64_t p, uint64_t n, int prot)
 {
-    if (mprotect(cb_app_page(p), n * cb.ps, prot) == 0)
+    if (cb_mprotect(cb_app_page(p), n * cb.ps, prot) == 0)
         return;
     if (errno == ENOMEM) { /* may be on the fault path: no stdio, no malloc */
         unsigned long max = 0;
@@ -167,7 +167,7 @@ void cb_populate(void *addr, size_t len, bool write)
 #define MADV_POPULATE_WRITE 23
 #endif
     int saved = errno; /* may be on the fault path */
-    if (madvise(addr, len, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ)) {}
+    if (cb_madvise(addr, len, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ)) {}
     errno = saved;
 }
 

@@ -26,6 +26,25 @@
 
 #include "pure.h"
 
+/* The runtime's own memory-map calls are the kernel's: the shim interposes
+ * libc's names for the program's (pthread_shim/src/mmap.c), and the fault
+ * path's mprotect runs on application threads. */
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline void *cb_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+}
+static inline int cb_munmap(void *a, size_t len) { return (int)syscall(SYS_munmap, a, len); }
+static inline int cb_mprotect(void *a, size_t len, int prot)
+{
+    return (int)syscall(SYS_mprotect, a, len, prot);
+}
+static inline int cb_madvise(void *a, size_t len, int advice)
+{
+    return (int)syscall(SYS_madvise, a, len, advice);
+}
+
 /* ---- waiting: futex words (sys.c) ----
  * The runtime never calls the pthread names a relinked program gets from
  * the shim: it has its own mutex, and starts its threads with libc's
@@ -381,6 +400,9 @@ int64_t cb_key(int op, uint64_t arg);
 void cb_on_key(const cb_msg_t *m);
 /* the shim's heap: a block of ours freed elsewhere, with its node's notices */
 void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len);
+/* pthread_shim/src/mmap.c: the program ends (master): its shared writable
+ * file mappings are written back */
+void cb_maps_flush(void);
 
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);
@@ -621,6 +643,16 @@ static inline uint64_t cb_page_of(uintptr_t a)
         if (a - cb.alias[i].lo < cb.alias[i].hi - cb.alias[i].lo)
             return cb.alias[i].first + (a - cb.alias[i].lo) / cb.ps;
     return (a - CB_GAS_BASE) / cb.ps;
+}
+/* What the runtime keeps for the whole program, in its shared static data:
+ * the bytes of the marker libcables/link/head.c after its first.  NULL
+ * where the program's static data is not shared (not linked by cables-cc,
+ * or CABLES_PAGE_SIZE above the OS page: statics.c). */
+#define CB_PROGRAM_BYTES 56
+static inline void *cb_program(void)
+{
+    extern char cables_statics_bss_begin[] __attribute__((weak));
+    return cb.nalias && cables_statics_bss_begin ? cables_statics_bss_begin + 8 : NULL;
 }
 /* in the GAS or the shared static data */
 static inline bool cb_in_gas(uintptr_t a)

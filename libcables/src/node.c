@@ -683,6 +683,8 @@ void cb_node_finish(void)
     if (done)
         return;
     done = true;
+    if (cb.self == 0)
+        cb_maps_flush(); /* while every node still serves its pages */
     cb_app_thread = false; /* what follows (MPI's finalization too) is the runtime's */
     fflush(NULL); /* the program's output reaches the launcher before the node goes */
     if (cb.self == 0) {

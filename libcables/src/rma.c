@@ -130,7 +130,7 @@ void cb_rma_init(void)
     if (cb.cfg.fetch_get && tls_allow_cma() && !open_cma())
         cb_rma_fini(); /* what was opened; fetches go by messages */
     if (md) {
-        bounce = mmap(NULL, CB_MAX_FETCH_PAGES * cb.ps, PROT_READ | PROT_WRITE,
+        bounce = cb_mmap(NULL, CB_MAX_FETCH_PAGES * cb.ps, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (bounce == MAP_FAILED)
             cb_die("node %d: cannot map a buffer for remote reads: %s", cb.self, strerror(errno));
@@ -305,7 +305,7 @@ void cb_rma_fini(void)
         *p = (peer_t){ 0 };
     }
     if (bounce)
-        munmap(bounce, CB_MAX_FETCH_PAGES * cb.ps);
+        cb_munmap(bounce, CB_MAX_FETCH_PAGES * cb.ps);
     bounce = NULL;
     if (store_mh)
         uct_md_mem_dereg(md, store_mh);

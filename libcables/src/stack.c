@@ -126,7 +126,7 @@ void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exi
         size = cb.cfg.stack_size;
     size = (size + cb.ps - 1) / cb.ps * cb.ps;
     stack_t alt = { .ss_size = ALT_SIZE }, old;
-    alt.ss_sp = mmap(NULL, ALT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    alt.ss_sp = cb_mmap(NULL, ALT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (alt.ss_sp == MAP_FAILED || sigaltstack(&alt, &old))
         cb_die("node %d: cannot set up a signal stack: %s", cb.self, strerror(errno));
     uint8_t *stk = stack_get(size);
@@ -149,7 +149,7 @@ void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exi
     running = NULL;
     stack_put(stk, size);
     sigaltstack(&old, NULL);
-    munmap(alt.ss_sp, ALT_SIZE);
+    cb_munmap(alt.ss_sp, ALT_SIZE);
     if (exited)
         *exited = r.exited;
     return r.ret;

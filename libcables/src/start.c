@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/personality.h>
 #include <unistd.h>
 
@@ -67,14 +68,27 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     start_fn real = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
     if (!real)
         cb_die("cannot find libc's __libc_start_main");
+    /* A node of a multi-node run starts again, once, with address space
+     * randomization off and without UCX's memory events.  The program's
+     * mmap family is the shim's (pthread_shim/src/mmap.c): UCX, as it is
+     * loaded, would patch those functions' code into jumps to its hooks,
+     * which call libc's.  The runtime needs no memory events (its pages are
+     * registered once, no registration cache), and UCX reads
+     * UCX_MEM_EVENTS only when it is loaded, so cables-run sets it too.
+     * Open MPI's memory patcher would patch them the same way at MPI_Init
+     * (where it is used). */
     if (getenv("OMPI_COMM_WORLD_SIZE") && !getenv("CABLES_ASLR_OK")) {
         int pers = personality(0xffffffff);
-        if (pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
-            personality((unsigned long)pers | ADDR_NO_RANDOMIZE) != -1) {
+        const char *ev = getenv("UCX_MEM_EVENTS");
+        bool aslr = pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
+                    personality((unsigned long)pers | ADDR_NO_RANDOMIZE) != -1;
+        if (aslr || !ev || strcmp(ev, "no")) {
             setenv("CABLES_ASLR_OK", "1", 1);
+            setenv("UCX_MEM_EVENTS", "no", 1);
             execv("/proc/self/exe", argv);
         }
     }
+    setenv("OMPI_MCA_memory", "^patcher", 1);
     app_main = main;
     cb_node_start(&argc, &argv);
     if (cb.self != 0)

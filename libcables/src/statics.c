@@ -47,7 +47,7 @@ static void add_range(uintptr_t lo, uintptr_t hi)
     uint64_t first = cb.nstatic, n = len / cb.ps;
     if (cb.self == 0)
         memcpy(cb_proto_page(first), (void *)lo, len);
-    void *m = mmap((void *)lo, len, cb.self == 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
+    void *m = cb_mmap((void *)lo, len, cb.self == 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
                    MAP_SHARED | MAP_FIXED, cb.memfd, (off_t)(first * cb.ps));
     if (m != (void *)lo)
         cb_die("node %d: cannot map the program's static data as shared memory", cb.self);

@@ -38,13 +38,13 @@ static _Atomic uint32_t *own_array(void)
     _Atomic uint32_t *a = atomic_load_explicit(&own_writes, memory_order_acquire);
     if (a || cb.npages == 0)
         return a;
-    void *m = mmap(NULL, cb.npages * sizeof *a, PROT_READ | PROT_WRITE,
+    void *m = cb_mmap(NULL, cb.npages * sizeof *a, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return NULL; /* no statistic rather than no run */
     _Atomic uint32_t *none = NULL;
     if (!atomic_compare_exchange_strong(&own_writes, &none, (_Atomic uint32_t *)m)) {
-        munmap(m, cb.npages * sizeof *a);
+        cb_munmap(m, cb.npages * sizeof *a);
         return none;
     }
     return m;

@@ -42,10 +42,6 @@ static size_t npend, cappend;
 static cb_vc_t pend_vc;         /* what their nodes had released when they freed them */
 static _Atomic size_t pending;
 
-/* Allocator code runs as the runtime's: what it calls (malloc, pthread_*)
- * goes to libc. */
-#define AS_RUNTIME(stmt) do { cb_app_thread = false; stmt; cb_app_thread = true; } while (0)
-
 static bool ours(void) { return cb_app_thread; }
 
 static memkind_t my_arena(void)
@@ -122,7 +118,7 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
  * does: the header's first touch homes its group (on the allocating node),
  * not pages of the data (for an alignment above a page, the data's first
  * pages may share the header's group). */
-static void *big_alloc(size_t n, size_t cap, size_t align, bool zero)
+void *shim_big_alloc(size_t n, size_t cap, size_t align, bool zero)
 {
     size_t ps = cb.ps, group = (size_t)cb.cfg.page_group * ps, a = align > ps ? align : ps;
     if (cap < n)
@@ -140,6 +136,15 @@ static void *big_alloc(size_t n, size_t cap, size_t align, bool zero)
     ((uint8_t **)h)[1] = b; /* what cables_free takes back */
     h[2] = cap;
     return p;
+}
+
+void shim_big_free(void *p)
+{
+    uint8_t *b = ((uint8_t **)((uint8_t *)p - cb.ps))[1];
+    if (cb_syncing) /* inside a release or an acquire: with the next one */
+        cb_send_freed(0, M_FREE, (uintptr_t)b, false);
+    else
+        cables_free(b); /* a release */
 }
 
 /* the threshold rises to a big block's size freed (a maximum: concurrent
@@ -181,7 +186,7 @@ static void *heap_alloc(size_t n, size_t align, bool *zero)
             AS_RUNTIME(p = memkind_malloc(k, n ? n : 1));
     }
     if (!p) /* big, or the arena is full */
-        big = (p = big_alloc(n, n, align, zero != NULL)) != NULL;
+        big = (p = shim_big_alloc(n, n, align, zero != NULL)) != NULL;
     if (!p)
         errno = ENOMEM;
     if (zero)
@@ -193,12 +198,8 @@ static void heap_free(void *p)
 {
     int o = cb_heap_owner((uintptr_t)p);
     if (o < 0) {
-        uint8_t *b = ((uint8_t **)((uint8_t *)p - cb.ps))[1];
         big_min_raise(((size_t *)((uint8_t *)p - cb.ps))[0]);
-        if (cb_syncing) /* inside a release or an acquire: with the next one */
-            cb_send_freed(0, M_FREE, (uintptr_t)b, false);
-        else
-            cables_free(b); /* a release */
+        shim_big_free(p);
     } else if (o == cb.self) {
         drain();
         memkind_t k = my_arena();
@@ -267,7 +268,7 @@ void *realloc(void *p, size_t n)
             h[0] = n;
             return p;
         }
-        void *q = big_alloc(n, h[2] > SIZE_MAX / 2 ? n : 2 * h[2], 0, false);
+        void *q = shim_big_alloc(n, h[2] > SIZE_MAX / 2 ? n : 2 * h[2], 0, false);
         if (!q) {
             errno = ENOMEM;
             return NULL;

@@ -30,6 +30,17 @@ static inline bool shared_obj(const volatile void *p)
     return cb_app_thread && cb_in_gas((uintptr_t)p);
 }
 
+/* Allocator code runs as the runtime's: what it calls (malloc, pthread_*)
+ * goes to libc. */
+#define AS_RUNTIME(stmt) do { cb_app_thread = false; stmt; cb_app_thread = true; } while (0)
+
+/* heap.c: a big block, a GAS range of its own: n bytes (cap: as many as it
+ * may grow to in place) aligned to align, after a header page (size,
+ * range, capacity; the rest of the page is its user's: mmap.c); zero: it
+ * must read as zeros.  NULL: no space.  shim_big_free gives it back. */
+void *shim_big_alloc(size_t n, size_t cap, size_t align, bool zero);
+void shim_big_free(void *p);
+
 /* An absolute time on clock c as a CLOCK_MONOTONIC deadline in ns; -1 when
  * the time is invalid (EINVAL). */
 int64_t shim_deadline(clockid_t c, const struct timespec *abs);

@@ -4,6 +4,7 @@
 // conformance programs pass with their threads split over 2 nodes.
 #include <cstdlib>
 #include <iostream>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -123,7 +124,7 @@ std::vector<PosixCase> posix_cases()
 {
     std::vector<PosixCase> v;
     for (const char *t : { "shm", "tcp" })
-        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files" })
+        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps" })
             v.push_back({ t, n });
     return v;
 }
@@ -151,7 +152,37 @@ TEST_P(PosixOneNode, PassesOnOneNode)
     EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(Local, PosixOneNode, ::testing::Values("barrier", "cond", "threads"));
+INSTANTIATE_TEST_SUITE_P(Local, PosixOneNode, ::testing::Values("barrier", "cond", "threads", "mmaps"));
+
+// A shared writable file mapping that the program leaves mapped at exit is
+// written back to the file, as the kernel does after a process: main maps
+// the file, the worker (node 1) writes into it, main joins it and returns.
+class MmapAtExit : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(MmapAtExit, SharedFileMappingReachesTheFile)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    char dir[] = "/tmp/cables-mmap-exit-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    const std::string file = std::string(dir) + "/f";
+    auto res = mn::run_cables(2, GetParam(), relinked("tests/posix/mmaps"), { file },
+                              { { "CABLES_STATS", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_GT(mn::node_stat(res.output, 1, "faults read="), 0) << res.describe();
+    std::string data(8192, '\0');
+    FILE *f = fopen(file.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    size_t n = fread(&data[0], 1, data.size(), f);
+    fclose(f);
+    unlink(file.c_str());
+    rmdir(dir);
+    EXPECT_EQ(n, 8192u);
+    EXPECT_EQ(data.substr(100, 21), "written by the worker") << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoNodes, MmapAtExit, ::testing::Values("shm", "tcp"));
 
 // Signal dispositions reach a node attached after they were set: main
 // installs its handlers on the one launched node, then the worker of
