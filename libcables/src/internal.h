@@ -623,7 +623,12 @@ typedef struct {
     uint64_t nstatic;
     /* heap arenas: node k's is GAS pages heap_first + k * heap_pages, for heap_pages */
     uint64_t heap_first, heap_pages;
+    /* what the runtime keeps for the whole program in its shared static
+     * data (CB_PROGRAM_BYTES: the bytes of the marker libcables/link/head.c
+     * after its first; statics.c), or NULL where that data is not shared */
+    void *program;
 } cb_ctx_t;
+#define CB_PROGRAM_BYTES 56
 extern cb_ctx_t cb;
 
 static inline uint8_t *cb_proto_page(uint64_t p) { return cb.proto + p * cb.ps; }
@@ -643,16 +648,6 @@ static inline uint64_t cb_page_of(uintptr_t a)
         if (a - cb.alias[i].lo < cb.alias[i].hi - cb.alias[i].lo)
             return cb.alias[i].first + (a - cb.alias[i].lo) / cb.ps;
     return (a - CB_GAS_BASE) / cb.ps;
-}
-/* What the runtime keeps for the whole program, in its shared static data:
- * the bytes of the marker libcables/link/head.c after its first.  NULL
- * where the program's static data is not shared (not linked by cables-cc,
- * or CABLES_PAGE_SIZE above the OS page: statics.c). */
-#define CB_PROGRAM_BYTES 56
-static inline void *cb_program(void)
-{
-    extern char cables_statics_bss_begin[] __attribute__((weak));
-    return cb.nalias && cables_statics_bss_begin ? cables_statics_bss_begin + 8 : NULL;
 }
 /* in the GAS or the shared static data */
 static inline bool cb_in_gas(uintptr_t a)

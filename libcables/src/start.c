@@ -74,7 +74,8 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
      * loaded, would patch those functions' code into jumps to its hooks,
      * which call libc's.  The runtime needs no memory events (its pages are
      * registered once, no registration cache), and UCX reads
-     * UCX_MEM_EVENTS only when it is loaded, so cables-run sets it too.
+     * UCX_MEM_EVENTS only when it is loaded.  (A program started without
+     * mpirun runs on one node, where its mappings need not be shared.)
      * Open MPI's memory patcher would patch them the same way at MPI_Init
      * (where it is used). */
     if (getenv("OMPI_COMM_WORLD_SIZE") && !getenv("CABLES_ASLR_OK")) {

@@ -8,6 +8,7 @@
  * cables-cc link puts it on pages of its own, between two markers
  * (libcables/link/), and only the ranges outside them are shared.  The
  * RELRO part of the segment (read-only after start) is not shared. */
+#include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,6 +83,12 @@ void cb_statics_init(void)
                "(markers outside its writable segment); relink it with cables-cc");
     add_range(lo, dend);
     add_range(bbeg, hi);
+    /* a marker of the size head.c gives it (not one of an older head.o) */
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    if (dladdr1(cables_statics_bss_begin, &di, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+        sym->st_size >= 8 + CB_PROGRAM_BYTES)
+        cb.program = cables_statics_bss_begin + 8;
     if (cb.self == 0)
         cb_gas_reserve(cb.nstatic);
 }

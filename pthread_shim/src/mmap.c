@@ -2,156 +2,110 @@
  * every node's: what an application thread maps with mmap is a big block
  * of the GAS (heap.c), homed by first touch, as glibc's malloc serves big
  * blocks with mmap.  Before, it was the mapping node's alone, and as the
- * nodes run with the same address layout a thread of another node that
- * followed a pointer into it wrote into whatever that node had there (its
- * runtime's memory).  The runtime's own calls are the kernel's (cb_mmap).
+ * nodes run with the same address layout, a thread of another node that
+ * followed a pointer into it read and wrote whatever that node had there
+ * (its runtime's memory).  The runtime's own calls are the kernel's
+ * (cb_mmap).
  *
  * - Anonymous mappings, shared or private, of any protection but PROT_EXEC:
  *   zeroed pages, taking memory as they are touched.
  * - A file mapping is the file's bytes read into such a block when it is
- *   mapped (the descriptor is the process's: the master's, remote.c).
- *   MAP_SHARED with PROT_WRITE writes the mapping's bytes back to the file
- *   at msync, at munmap and when the program ends (a descriptor of the
- *   file is kept meanwhile, as the kernel keeps the file); such writes
- *   reach the file then, not at once, and neither mapping sees the file
- *   change after it was mapped.
- * - munmap of the whole mapping frees it, of its first or its last pages
+ *   mapped (the descriptor is the process's: the master's, remote.c).  One
+ *   MAP_SHARED with PROT_WRITE writes the pages that changed (a checksum a
+ *   page) back to the file at msync, at munmap and when the program ends,
+ *   up to the file's size then; a descriptor of the file is kept meanwhile,
+ *   as the kernel keeps the file.  Neither kind sees the file change after
+ *   it was mapped.
+ * - munmap of a whole mapping frees it, of its first or its last pages
  *   trims it (an allocator aligning a block maps more and trims both ends);
  *   pages in its middle stay until the rest is unmapped.
- * - mremap shrinks or grows in place when it can, else moves (a copy).
- * - madvise DONTNEED (or REMOVE) reads back zeros, or the file's bytes for a
- *   private file mapping; other advice is taken and ignored.  mprotect is
- *   not applied in the GAS (the runtime's page protections are the
- *   coherence state): it answers 0, and EACCES for PROT_EXEC.
- * - Mappings at a fixed address outside the GAS, of PROT_EXEC, MAP_32BIT,
- *   or of a descriptor of the node's own (/proc, /sys), are the node's,
- *   made by libc as before; at a fixed address in the GAS only inside a
- *   block mapped here (its pages then read back as newly mapped).
+ * - mremap shrinks, grows in place when it can, else moves (a copy).
+ * - madvise DONTNEED (or REMOVE) reads back zeros in a private mapping (a
+ *   private file mapping: the file's bytes); a shared one keeps its bytes;
+ *   other advice is ignored.  mprotect is not applied in the GAS (the
+ *   runtime's page protections are the coherence state): it answers 0,
+ *   and EACCES for PROT_EXEC.
+ * - PROT_EXEC, MAP_32BIT, a fixed address outside the GAS and a descriptor
+ *   of the node's own (/proc, /sys, 1 and 2) stay the node's (libc's); a
+ *   fixed address in the GAS only inside a mapping (its pages then read as
+ *   newly mapped).  So does everything in a program whose static data is
+ *   not shared (cb.program: no table).
  *
- * A block's header page (heap.c) also holds a struct map: its live range,
- * the file's; a forwarder written before the live range's first page after
- * a trim of its head points to it.  The mapping node keeps an index of its
- * blocks (tsearch), so that a munmap inside one finds its header; from
- * another node only the whole block, or its head, is found (the rest stays
- * mapped until then). */
+ * The program's mappings are a table in the GAS, hung from its shared
+ * static data and guarded by one cluster lock: whichever node made a
+ * mapping, any node finds any part of it.  A call on a GAS range never
+ * goes to the kernel, whichever thread makes it (a destructor after the
+ * thread's end, say): a kernel munmap there would cut this node's view of
+ * the GAS. */
 #include <errno.h>
 #include <fcntl.h>
-#include <search.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL /* as hlrc.c: header-only, no library to link */
+#include <xxhash.h>
 
 #include "shim.h"
 
-#define MAP_MAGIC 0x63626c736d6d6170ull /* "cblsmmap" */
-
 struct map {
-    size_t heap[3];      /* heap.c's: size, range, capacity */
-    uint64_t magic;      /* MAP_MAGIC ^ the address after this page */
-    struct map *real;    /* a forwarder: the block's header; NULL in the header */
-    uintptr_t lo, hi;    /* the live range */
-    uintptr_t used;      /* the end of what was ever live (regrowth clears below) */
-    uintptr_t data;      /* the block's first byte */
-    int fd;              /* MAP_SHARED with PROT_WRITE: a descriptor of the file, else -1 */
-    bool file;           /* a file mapping (fd, when written back; off) */
-    bool shared;
-    off_t off;           /* the file offset of data */
-    int src;             /* a private file mapping: a descriptor to read again, else -1 */
-    cables_lock_t lock;
-    struct map *next, *prev; /* written back at exit: the program's list */
+    uintptr_t lo, hi;  /* the live range */
+    uintptr_t data;    /* the block: its first byte, */
+    uintptr_t end;     /* and the end of what it may grow to in place */
+    uintptr_t used;    /* the end of what was ever live (regrowth clears below it) */
+    uint64_t *sums;    /* written back: a checksum a page from data, as the file has it */
+    off_t off;         /* the file offset of data */
+    int fd;            /* a descriptor of the file, or -1 */
+    bool file, shared, back; /* back: MAP_SHARED with PROT_WRITE, of a file */
 };
 
-/* what the program's list of mappings written back at exit hangs from: the
- * program's shared static data (cb_program) */
-struct maps_root {
+struct maps {
     cables_lock_t lock;
-    struct map *first;
+    struct map *tab;   /* GAS (cables_alloc) */
+    uint32_t n, cap;
 };
 
-static struct maps_root *root(void)
+static struct maps *maps(void)
 {
-    _Static_assert(sizeof(struct maps_root) <= CB_PROGRAM_BYTES, "cb_program too small");
-    return (struct maps_root *)cb_program();
-}
-
-/* ---- this node's index of the blocks it mapped: [data, data + cap) ---- */
-struct ent { uintptr_t lo, hi; struct map *m; };
-static void *index_tree;
-static cb_mutex_t index_mu = CB_MUTEX_INIT;
-
-static int ent_cmp(const void *a, const void *b)
-{
-    const struct ent *x = a, *y = b;
-    return x->hi <= y->lo ? -1 : y->hi <= x->lo ? 1 : 0;
-}
-
-static void index_put(struct map *m)
-{
-    struct ent *e;
-    AS_RUNTIME(e = malloc(sizeof *e));
-    if (!e)
-        return; /* found from its header only */
-    *e = (struct ent){ m->data, m->data + m->heap[2], m };
-    cb_mutex_lock(&index_mu);
-    void *r;
-    AS_RUNTIME(r = tsearch(e, &index_tree, ent_cmp));
-    if (r && *(struct ent **)r != e) { /* a stale entry: its block was freed elsewhere */
-        struct ent *old = *(struct ent **)r;
-        AS_RUNTIME(tdelete(old, &index_tree, ent_cmp); free(old); tsearch(e, &index_tree, ent_cmp));
-    }
-    cb_mutex_unlock(&index_mu);
-}
-
-static void index_drop(uintptr_t data)
-{
-    struct ent key = { data, data + 1, NULL };
-    cb_mutex_lock(&index_mu);
-    void *r;
-    AS_RUNTIME(r = tfind(&key, &index_tree, ent_cmp));
-    if (r) {
-        struct ent *e = *(struct ent **)r;
-        AS_RUNTIME(tdelete(e, &index_tree, ent_cmp); free(e));
-    }
-    cb_mutex_unlock(&index_mu);
-}
-
-static bool header_at(struct map *m) { return m->magic == (MAP_MAGIC ^ ((uintptr_t)m + cb.ps)); }
-
-/* The header of the block whose live range holds the page at a, or NULL */
-static struct map *find(uintptr_t a)
-{
-    struct ent key = { a, a + 1, NULL };
-    struct map *m = NULL;
-    cb_mutex_lock(&index_mu);
-    void *r;
-    AS_RUNTIME(r = tfind(&key, &index_tree, ent_cmp));
-    if (r)
-        m = (*(struct ent **)r)->m;
-    cb_mutex_unlock(&index_mu);
-    if (m && !(header_at(m) && !m->real)) {
-        index_drop(a); /* freed by another node, the range used again since */
-        m = NULL;
-    }
-    if (!m && a - cb.ps >= CB_GAS_BASE && cb_in_gas(a - cb.ps)) {
-        struct map *h = (struct map *)(a - cb.ps); /* the header, or a forwarder */
-        if (header_at(h))
-            m = h->real ? h->real : h;
-        if (m && !(header_at(m) && !m->real))
-            m = NULL;
-    }
-    return m && m->lo <= a && a < m->hi ? m : NULL;
+    _Static_assert(sizeof(struct maps) <= CB_PROGRAM_BYTES, "CB_PROGRAM_BYTES too small");
+    return cb.program;
 }
 
 static size_t page_up(size_t n) { return (n + cb.ps - 1) & ~(cb.ps - 1); }
 
-/* [a, e) of m reads as newly mapped: zeros, the file's bytes for a private
- * file mapping; a shared one's pages are the file's already.  0, or an
- * errno. */
-static int refill(struct map *m, uintptr_t a, uintptr_t e)
+/* The table (its lock held) */
+static struct map *find(struct maps *t, uintptr_t a)
 {
-    int fd = m->src >= 0 ? m->src : m->fd;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->tab[i].lo <= a && a < t->tab[i].hi)
+            return &t->tab[i];
+    return NULL;
+}
+
+static bool add(struct maps *t, const struct map *m)
+{
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? 2 * t->cap : 64;
+        struct map *tab = cables_alloc(cap * sizeof *tab);
+        if (!tab)
+            return false;
+        if (t->n)
+            memcpy(tab, t->tab, t->n * sizeof *tab);
+        if (t->tab)
+            cables_free(t->tab);
+        t->tab = tab;
+        t->cap = cap;
+    }
+    t->tab[t->n++] = *m;
+    return true;
+}
+
+/* [a, e) of m reads as newly mapped: zeros, the file's bytes for a private
+ * file mapping; a shared file mapping's pages are the file's already.  0,
+ * or an errno. */
+static int refill(const struct map *m, uintptr_t a, uintptr_t e)
+{
     if (m->file && m->shared && a < m->used)
         return 0;
     if (!m->file) {
@@ -160,7 +114,7 @@ static int refill(struct map *m, uintptr_t a, uintptr_t e)
     }
     while (a < e) {
         size_t n = e - a < (1u << 20) ? e - a : 1u << 20; /* a remote call's bytes at most */
-        ssize_t r = pread(fd, (void *)a, n, m->off + (off_t)(a - m->data));
+        ssize_t r = pread(m->fd, (void *)a, n, m->off + (off_t)(a - m->data));
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -174,66 +128,44 @@ static int refill(struct map *m, uintptr_t a, uintptr_t e)
     return 0;
 }
 
-/* The file gets [a, e) of a shared writable mapping.  0, or an errno. */
+static uint64_t sum(uintptr_t page) { return XXH3_64bits((const void *)page, cb.ps); }
+
+/* The file gets the pages of [a, e) of m that changed since it last had
+ * them, as far as the file goes now.  0, or an errno. */
 static int write_back(struct map *m, uintptr_t a, uintptr_t e)
 {
-    if (m->fd < 0)
+    if (!m->back)
         return 0;
-    while (a < e) {
-        size_t n = e - a < (1u << 20) ? e - a : 1u << 20;
-        ssize_t r = pwrite(m->fd, (const void *)a, n, m->off + (off_t)(a - m->data));
-        if (r < 0 && errno == EINTR)
+    struct stat st;
+    if (fstat(m->fd, &st))
+        return errno;
+    for (uintptr_t p = a; p < e; p += cb.ps) {
+        size_t i = (p - m->data) / cb.ps;
+        off_t at = m->off + (off_t)(p - m->data);
+        uint64_t h = sum(p);
+        if (h == m->sums[i] || at >= st.st_size)
             continue;
-        if (r <= 0)
-            return r < 0 ? errno : EIO;
-        a += (uintptr_t)r;
+        size_t n = st.st_size - at < (off_t)cb.ps ? (size_t)(st.st_size - at) : cb.ps;
+        for (size_t done = 0; done < n;) {
+            ssize_t r = pwrite(m->fd, (const uint8_t *)p + done, n - done, at + (off_t)done);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return r < 0 ? errno : EIO;
+            done += (size_t)r;
+        }
+        m->sums[i] = h;
     }
     return 0;
 }
 
-static void list_add(struct map *m)
+/* m leaves the table (entry i) */
+static void drop(struct maps *t, struct map *m)
 {
-    struct maps_root *r = root();
-    cables_lock(&r->lock);
-    m->next = r->first;
-    m->prev = NULL;
-    if (r->first)
-        r->first->prev = m;
-    r->first = m;
-    cables_unlock(&r->lock);
-}
-
-static void list_del(struct map *m)
-{
-    struct maps_root *r = root();
-    cables_lock(&r->lock);
-    if (m->prev)
-        m->prev->next = m->next;
-    else
-        r->first = m->next;
-    if (m->next)
-        m->next->prev = m->prev;
-    cables_unlock(&r->lock);
-}
-
-/* The whole block goes (its header locked by the caller, then dropped). */
-static int unmap_all(struct map *m)
-{
-    int err = write_back(m, m->lo, m->hi);
-    if (m->fd >= 0) {
-        list_del(m);
-        close(m->fd);
-    }
-    if (m->src >= 0)
-        close(m->src);
-    if (m->lo != m->data) /* its forwarder */
-        ((struct map *)(m->lo - cb.ps))->magic = 0;
-    m->magic = 0;
-    uintptr_t data = m->data;
-    cables_unlock(&m->lock);
-    index_drop(data);
-    shim_big_free((void *)data);
-    return err;
+    if (m->fd >= 0)
+        close(m->fd); /* as a close would, this drops the process's fcntl locks on the file */
+    shim_big_free((void *)m->data);
+    *m = t->tab[--t->n];
 }
 
 static void *fail(int err)
@@ -250,95 +182,124 @@ static int keep_fd(int fd)
     return k < 0 && errno == EINVAL ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : k;
 }
 
+/* A new mapping of len bytes (a multiple of the page), which may grow to
+ * cap in place (an anonymous one) */
 static void *map_block(size_t len, size_t cap, int prot, int flags, int fd, off_t off)
 {
-    bool file = !(flags & MAP_ANONYMOUS), shared = (flags & MAP_TYPE) != MAP_PRIVATE;
-    bool back = file && shared && (prot & PROT_WRITE);
-    int keep = -1, src = -1;
-    if (file) {
+    struct map m = { .off = off, .fd = -1, .file = !(flags & MAP_ANONYMOUS),
+                     .shared = (flags & MAP_TYPE) != MAP_PRIVATE };
+    m.back = m.file && m.shared && (prot & PROT_WRITE);
+    if (m.file) {
         int fl = fcntl(fd, F_GETFL);
         struct stat st;
         if (fl < 0 || fstat(fd, &st))
             return fail(EBADF);
-        if ((fl & O_ACCMODE) == O_WRONLY || (back && (fl & O_ACCMODE) != O_RDWR))
+        if ((fl & O_ACCMODE) == O_WRONLY ||
+            (m.back && ((fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND))))
             return fail(EACCES);
         if (S_ISDIR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
             return fail(ENODEV);
-        if (back && !root())
-            return fail(ENOTSUP); /* no list to write it back from at exit */
-        if ((back ? (keep = keep_fd(fd)) : (src = keep_fd(fd))) < 0)
+        if ((m.fd = keep_fd(fd)) < 0)
             return fail(errno);
+        cap = len;
     }
-    uint8_t *data = shim_big_alloc(len, cap, cb.ps, true);
+    size_t sums = m.back ? page_up(len / cb.ps * sizeof(uint64_t)) : 0;
+    uint8_t *data = shim_big_alloc(cap + sums, cap + sums, cb.ps, true);
     if (!data) {
-        if (keep >= 0)
-            close(keep);
-        if (src >= 0)
-            close(src);
+        if (m.fd >= 0)
+            close(m.fd);
         return fail(ENOMEM);
     }
-    struct map *m = (struct map *)(data - cb.ps);
-    m->real = NULL;
-    m->data = m->lo = (uintptr_t)data;
-    m->hi = (uintptr_t)data + len;
-    m->used = m->lo; /* nothing live before: refill reads the file */
-    m->fd = keep;
-    m->src = src;
-    m->file = file;
-    m->shared = shared;
-    m->off = off;
-    memset(&m->lock, 0, sizeof m->lock);
-    if (file) {
-        int err = refill(m, m->lo, m->hi);
-        if (err) {
-            if (keep >= 0)
-                close(keep);
-            if (src >= 0)
-                close(src);
-            shim_big_free(data);
-            return fail(err == EISDIR ? ENODEV : err);
-        }
+    m.data = m.lo = m.used = (uintptr_t)data; /* nothing live before: refill reads the file */
+    m.hi = m.data + len;
+    m.end = m.data + cap;
+    int err = m.file ? refill(&m, m.lo, m.hi) : 0;
+    m.used = m.hi;
+    if (m.back) {
+        m.sums = (uint64_t *)(data + cap);
+        for (size_t i = 0; i < len / cb.ps; i++)
+            m.sums[i] = sum(m.data + i * cb.ps);
     }
-    m->used = m->hi;
-    if (back)
-        list_add(m);
-    m->magic = MAP_MAGIC ^ (uintptr_t)data;
-    index_put(m);
+    struct maps *t = maps();
+    if (!err) {
+        cables_lock(&t->lock);
+        err = add(t, &m) ? 0 : ENOMEM;
+        cables_unlock(&t->lock);
+    }
+    if (err) {
+        if (m.fd >= 0)
+            close(m.fd);
+        shim_big_free(data);
+        return fail(err == EISDIR ? ENODEV : err);
+    }
     return data;
 }
 
-static bool gas_range(uintptr_t a, size_t len)
+/* A call on [a, a + len) made here, not by the kernel: a range of the GAS,
+ * in a program whose mappings are (*t), with the communication thread up.
+ * The call acts as an application thread's (*was: the flag to restore). */
+static bool ours(uintptr_t a, size_t len, struct maps **t, bool *was)
 {
-    return cb_in_gas(a) || (len && cb_in_gas(a + len - 1));
+    if (!cb_in_gas(a) && !(len && len - 1 <= UINTPTR_MAX - a && cb_in_gas(a + len - 1)))
+        return false;
+    *t = maps();
+    *was = cb_app_thread;
+    cb_app_thread = true;
+    return true;
+}
+
+static bool usable(struct maps *t) { return t && !atomic_load(&cb.comm_down); }
+
+static int done(bool was, int err)
+{
+    cb_app_thread = was;
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+/* a range [a, a + len) of whole pages from a: EINVAL if not (*e: its end) */
+static int range(uintptr_t a, size_t len, uintptr_t *e)
+{
+    if (a % cb.ps || len > UINTPTR_MAX - cb.ps - a)
+        return EINVAL;
+    *e = a + page_up(len);
+    return 0;
 }
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    uintptr_t a = (uintptr_t)addr;
-    bool fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
-    if (!cb_app_thread || (fixed && !gas_range(a, len)))
-        return REAL(mmap)(addr, len, prot, flags, fd, off);
-    bool file = !(flags & MAP_ANONYMOUS);
-    if (len == 0 || len > SIZE_MAX - cb.ps || (file && (off < 0 || (size_t)off % cb.ps)) ||
-        (fixed && a % cb.ps))
-        return fail(EINVAL);
-    if (fixed) { /* pages of a block mapped here anew */
-        if (flags & MAP_FIXED_NOREPLACE)
-            return fail(EEXIST);
-        struct map *m = find(a);
-        uintptr_t e = a + page_up(len);
-        if (!m || e > m->hi || (prot & PROT_EXEC) || file != m->file ||
-            (file && m->off + (off_t)(a - m->data) != off))
-            return fail(EINVAL); /* not one of ours, or another file */
-        cables_lock(&m->lock);
-        int err = refill(m, a, e);
-        cables_unlock(&m->lock);
-        return err ? fail(err) : addr;
+    uintptr_t a = (uintptr_t)addr, e;
+    bool fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE), file = !(flags & MAP_ANONYMOUS), was;
+    struct maps *t;
+    if (fixed && ours(a, len, &t, &was)) { /* pages of a mapping, mapped anew */
+        struct map *m = NULL;
+        int err = len == 0 || range(a, len, &e) ? EINVAL : (flags & MAP_FIXED_NOREPLACE) ? EEXIST : 0;
+        if (!err && !usable(t))
+            err = EINVAL;
+        if (!err) {
+            cables_lock(&t->lock);
+            m = find(t, a);
+            if (!m || e > m->hi || (prot & PROT_EXEC) || file != m->file ||
+                (file && m->off + (off_t)(a - m->data) != off))
+                err = EINVAL; /* not one mapping, or another file */
+            else
+                err = refill(m, a, e);
+            cables_unlock(&t->lock);
+        }
+        done(was, err);
+        return err ? MAP_FAILED : addr;
     }
-    if ((prot & PROT_EXEC) || (flags & MAP_32BIT) || (file && shim_local_fd(fd)))
-        return cb.self == 0 || !file || shim_local_fd(fd)
+    if (!cb_app_thread || fixed || !maps() || (prot & PROT_EXEC) || (flags & MAP_32BIT) ||
+        (file && (fd == 1 || fd == 2 || shim_local_fd(fd))))
+        return cb.self == 0 || !file || fixed || fd == 1 || fd == 2 || shim_local_fd(fd) ||
+                       !cb_app_thread
                    ? REAL(mmap)(addr, len, prot, flags, fd, off)
                    : fail(ENOTSUP); /* the master's descriptor: not this node's */
+    if (len == 0 || len > SIZE_MAX / 2 || (file && (off < 0 || (size_t)off % cb.ps)))
+        return fail(EINVAL);
     len = page_up(len);
     return map_block(len, len, prot, flags, fd, off);
 }
@@ -348,46 +309,45 @@ void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 
 int munmap(void *addr, size_t len)
 {
-    uintptr_t a = (uintptr_t)addr;
-    if (!cb_app_thread || !gas_range(a, len))
+    uintptr_t a = (uintptr_t)addr, e;
+    struct maps *t;
+    bool was;
+    if (!ours(a, len, &t, &was))
         return REAL(munmap)(addr, len);
-    if (a % cb.ps || len == 0) {
-        errno = EINVAL;
-        return -1;
+    int err = len == 0 ? EINVAL : range(a, len, &e);
+    if (err || !usable(t))
+        return done(was, err); /* GAS not mapped (malloc's, a stack): nothing */
+    cables_lock(&t->lock);
+    for (uint32_t i = 0; i < t->n;) {
+        struct map *m = &t->tab[i];
+        uintptr_t lo = a > m->lo ? a : m->lo, hi = e < m->hi ? e : m->hi;
+        if (lo >= hi) {
+            i++;
+            continue;
+        }
+        int wb = write_back(m, lo, hi);
+        if (!err)
+            err = wb;
+        if (lo == m->lo && hi == m->hi) {
+            drop(t, m); /* entry i is another now */
+            continue;
+        }
+        if (lo == m->lo)
+            m->lo = hi; /* its head */
+        else if (hi == m->hi)
+            m->hi = lo; /* its tail */
+        i++;          /* else its middle: kept until the mapping goes */
     }
-    uintptr_t e = a + page_up(len);
-    struct map *m = find(a);
-    if (!m)
-        return 0; /* not a mapping's (the GAS stays), or its middle seen from afar */
-    cables_lock(&m->lock);
-    int err = 0;
-    if (a <= m->lo && e >= m->hi) {
-        err = unmap_all(m); /* unlocks */
-    } else {
-        err = write_back(m, a > m->lo ? a : m->lo, e < m->hi ? e : m->hi);
-        if (a <= m->lo) { /* its head: the live range starts after a forwarder */
-            m->lo = e;
-            struct map *f = (struct map *)(e - cb.ps);
-            if (f != m) {
-                f->real = m;
-                f->magic = MAP_MAGIC ^ e;
-            }
-        } else if (e >= m->hi) {
-            m->hi = a;
-        } /* else its middle: kept until the block goes */
-        cables_unlock(&m->lock);
-    }
-    if (err) {
-        errno = err;
-        return -1;
-    }
-    return 0;
+    cables_unlock(&t->lock);
+    return done(was, err);
 }
 
 void *mremap(void *old, size_t oldlen, size_t len, int flags, ...)
 {
-    uintptr_t a = (uintptr_t)old;
-    if (!cb_app_thread || !gas_range(a, oldlen)) {
+    uintptr_t a = (uintptr_t)old, oe;
+    struct maps *t;
+    bool was;
+    if (!ours(a, oldlen, &t, &was)) {
         void *to = NULL;
         if (flags & MREMAP_FIXED) {
             va_list ap;
@@ -397,135 +357,134 @@ void *mremap(void *old, size_t oldlen, size_t len, int flags, ...)
         }
         return REAL(mremap)(old, oldlen, len, flags, to);
     }
-    struct map *m = a % cb.ps ? NULL : find(a);
-    size_t o = page_up(oldlen), n = page_up(len);
-    if (!m || len == 0 || len > SIZE_MAX - cb.ps || (flags & ~MREMAP_MAYMOVE) ||
-        a + o > m->hi)
-        return fail(m ? EINVAL : EFAULT);
-    cables_lock(&m->lock);
-    if (n <= o) { /* shrinks: its end is unmapped */
-        uintptr_t e = a + n;
-        cables_unlock(&m->lock);
-        if (n < o && munmap((void *)e, o - n))
-            return MAP_FAILED;
-        return old;
+    int err = range(a, oldlen, &oe);
+    if (!err && (len == 0 || len > SIZE_MAX / 4 || (flags & ~MREMAP_MAYMOVE)))
+        err = EINVAL;
+    if (!err && !usable(t))
+        err = EFAULT;
+    if (err) {
+        done(was, err);
+        return MAP_FAILED;
     }
-    if (a + o == m->hi && a + n <= m->data + m->heap[2]) { /* grows in place */
-        uintptr_t hi = m->hi, e = a + n, clear = e < m->used ? e : m->used;
-        int err = hi < clear ? refill(m, hi, clear) : 0;
-        if (!err && m->file && clear < e)
+    uintptr_t e = a + page_up(len);
+    cables_lock(&t->lock);
+    struct map *m = find(t, a);
+    struct map copy;
+    if (!m || oe > m->hi) {
+        err = EFAULT;
+    } else if (e <= oe) { /* shrinks: its end is unmapped (below) */
+    } else if (oe == m->hi && e <= m->end) { /* grows in place */
+        uintptr_t clear = e < m->used ? e : m->used;
+        err = m->hi < clear ? refill(m, m->hi, clear) : 0;
+        if (!err && clear < e && m->file)
             err = refill(m, clear, e);
         if (!err) {
             m->hi = e;
-            if (e > m->used)
-                m->used = e;
+            m->used = e > m->used ? e : m->used;
         }
-        cables_unlock(&m->lock);
-        return err ? fail(err) : old;
+    } else if (!(flags & MREMAP_MAYMOVE)) {
+        err = ENOMEM;
+    } else {
+        copy = *m;
+        m = NULL; /* moves (below) */
     }
-    bool file = m->file;
-    int fd = m->fd >= 0 ? m->fd : m->src;
-    off_t off = m->off + (off_t)(a - m->data);
-    int prot = PROT_READ | (m->fd >= 0 ? PROT_WRITE : 0);
-    int mflags = (m->shared ? MAP_SHARED : MAP_PRIVATE) | (file ? 0 : MAP_ANONYMOUS);
-    cables_unlock(&m->lock);
-    if (!(flags & MREMAP_MAYMOVE))
-        return fail(ENOMEM);
-    /* a new block twice the size, so that growing on costs a copy per doubling */
-    void *to = map_block(n, n > SIZE_MAX / 4 ? n : 2 * n, prot, mflags, file ? fd : -1,
-                         file ? off : 0);
-    if (to == MAP_FAILED)
-        return MAP_FAILED;
-    memcpy(to, old, o);
-    if (munmap(old, o)) {
-        int err = errno;
-        munmap(to, n);
-        return fail(err);
+    cables_unlock(&t->lock);
+    void *to = old;
+    if (!err && e < oe)
+        err = munmap((void *)e, oe - e) ? errno : 0;
+    else if (!err && !m) {
+        /* a new mapping, twice the size so that growing on costs a copy a
+         * doubling, with what the old one holds, which then goes */
+        off_t off = copy.off + (off_t)(a - copy.data);
+        int prot = PROT_READ | (copy.back ? PROT_WRITE : 0);
+        int mflags = (copy.shared ? MAP_SHARED : MAP_PRIVATE) | (copy.file ? 0 : MAP_ANONYMOUS);
+        size_t n = e - a;
+        to = map_block(n, copy.file ? n : 2 * n, prot, mflags, copy.fd, copy.file ? off : 0);
+        if (to == MAP_FAILED) {
+            err = errno;
+        } else {
+            memcpy(to, old, oe - a);
+            if (munmap(old, oe - a)) {
+                err = errno;
+                munmap(to, n);
+            }
+        }
     }
-    return to;
+    done(was, err);
+    return err ? MAP_FAILED : to;
 }
 
 int mprotect(void *addr, size_t len, int prot)
 {
     uintptr_t a = (uintptr_t)addr;
-    if (!cb_app_thread || !gas_range(a, len))
+    struct maps *t;
+    bool was;
+    if (!ours(a, len, &t, &was))
         return REAL(mprotect)(addr, len, prot);
-    if (a % cb.ps || (prot & PROT_EXEC)) {
-        errno = a % cb.ps ? EINVAL : EACCES;
-        return -1;
-    }
-    return 0;
+    return done(was, a % cb.ps ? EINVAL : (prot & PROT_EXEC) ? EACCES : 0);
 }
 
 int madvise(void *addr, size_t len, int advice)
 {
-    uintptr_t a = (uintptr_t)addr;
-    if (!cb_app_thread || !gas_range(a, len))
-        return REAL(madvise)(addr, len, advice);
-    if (a % cb.ps) {
-        errno = EINVAL;
-        return -1;
+    uintptr_t a = (uintptr_t)addr, e;
+    struct maps *t;
+    bool was;
+    if ((!cb_app_thread && cb_heap_owner(a) >= 0) || !ours(a, len, &t, &was))
+        return REAL(madvise)(addr, len, advice); /* a heap arena's (memkind's purges) */
+    int err = range(a, len, &e);
+    if (err || (advice != MADV_DONTNEED && advice != MADV_REMOVE) || !usable(t))
+        return done(was, err);
+    cables_lock(&t->lock);
+    for (uint32_t i = 0; i < t->n && !err; i++) {
+        struct map *m = &t->tab[i];
+        uintptr_t lo = a > m->lo ? a : m->lo, hi = e < m->hi ? e : m->hi;
+        if (lo < hi && !m->shared)
+            err = refill(m, lo, hi);
     }
-    if (advice != MADV_DONTNEED && advice != MADV_REMOVE)
-        return 0;
-    uintptr_t e = a + page_up(len);
-    struct map *m = find(a);
-    if (m && m->shared && m->file)
-        return 0; /* the file's pages: they keep their bytes */
-    if (m && e > m->hi)
-        e = m->hi;
-    int err = 0;
-    if (m) {
-        cables_lock(&m->lock);
-        err = refill(m, a, e);
-        cables_unlock(&m->lock);
-    } else {
-        memset(addr, 0, e - a); /* private memory (malloc's): zeros, as the kernel's */
-    }
-    if (err) {
-        errno = err;
-        return -1;
-    }
-    return 0;
+    cables_unlock(&t->lock);
+    return done(was, err);
 }
 
 int msync(void *addr, size_t len, int flags)
 {
-    uintptr_t a = (uintptr_t)addr;
-    if (!cb_app_thread || !gas_range(a, len))
+    uintptr_t a = (uintptr_t)addr, e;
+    struct maps *t;
+    bool was;
+    if (!ours(a, len, &t, &was))
         return REAL(msync)(addr, len, flags);
-    if (a % cb.ps || (flags & MS_ASYNC && flags & MS_SYNC)) {
-        errno = EINVAL;
-        return -1;
+    int err = range(a, len, &e);
+    if (!err && (flags & MS_ASYNC) && (flags & MS_SYNC))
+        err = EINVAL;
+    if (err || !usable(t))
+        return done(was, err);
+    cables_lock(&t->lock);
+    for (uint32_t i = 0; i < t->n && !err; i++) {
+        struct map *m = &t->tab[i];
+        uintptr_t lo = a > m->lo ? a : m->lo, hi = e < m->hi ? e : m->hi;
+        if (lo < hi)
+            err = write_back(m, lo, hi);
     }
-    struct map *m = find(a);
-    if (!m)
-        return 0;
-    uintptr_t e = a + page_up(len);
-    cables_lock(&m->lock);
-    int err = write_back(m, a, e < m->hi ? e : m->hi);
-    cables_unlock(&m->lock);
-    if (err) {
-        errno = err;
-        return -1;
-    }
-    return 0;
+    cables_unlock(&t->lock);
+    return done(was, err);
 }
 
-/* The program ends (the master, cb_node_finish): the shared writable file
- * mappings still mapped are written back, as the kernel writes a file's
- * dirty pages back after the process. */
+/* The program ends (the master, cb_node_finish, every node still up): its
+ * shared writable file mappings still mapped are written back, as the
+ * kernel writes a file's pages back after the process. */
 void cb_maps_flush(void)
 {
-    struct maps_root *r = root();
-    if (!r || !cb_app_thread)
+    struct maps *t = maps();
+    if (!t || !usable(t))
         return;
-    cables_lock(&r->lock);
-    for (struct map *m = r->first; m; m = m->next) {
-        int err = write_back(m, m->lo, m->hi);
+    bool was = cb_app_thread;
+    cb_app_thread = true;
+    cables_lock(&t->lock);
+    for (uint32_t i = 0; i < t->n; i++) {
+        int err = write_back(&t->tab[i], t->tab[i].lo, t->tab[i].hi);
         if (err)
             fprintf(stderr, "cables: writing a shared file mapping back at exit failed: %s\n",
                     strerror(err));
     }
-    cables_unlock(&r->lock);
+    cables_unlock(&t->lock);
+    cb_app_thread = was;
 }

@@ -8,10 +8,13 @@
  * - a file main opened, mapped by the worker: privately (the file's bytes,
  *   zeros past its end, the worker's writes not in the file; at an
  *   offset), and shared writable (the worker's writes reach the file at
- *   msync and at munmap, and main reads them with pread);
+ *   msync and at munmap, and main reads them with pread; it syncs a later
+ *   page of main's mapping too; the file keeps its size, and a pwrite to
+ *   it where no mapping wrote since survives the munmaps);
  * - mremap grows a mapping keeping its bytes (zeros after), and shrinks
  *   it in place; madvise(MADV_DONTNEED) on private anonymous pages reads
- *   back zeros; MAP_FIXED over a page of a mapping gives a page of zeros;
+ *   back zeros, on shared ones keeps them; a mapping is unmapped again
+ *   (by the other thread), and whole after its head was; MAP_FIXED over a page of a mapping gives a page of zeros;
  *   mprotect to read-write succeeds; bad arguments give EINVAL.
  * With a path argument, main then maps that file shared writable, the
  * worker writes "written by the worker" at offset 100, and the program
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -41,6 +45,7 @@ static char path[96];
 static int fd;
 static const char *exit_path;
 static char *exit_map;
+static char *main_map; /* main's shared writable mapping of the file */
 
 static unsigned char pattern(size_t i) { return (unsigned char)(i * 7 + 3); }
 
@@ -133,6 +138,11 @@ static void *worker(void *arg)
         memcpy(sm + 10, "worker-was", 10);
         CHECK_EQ("w_msync", msync(sm, FILE_LEN, MS_SYNC), 0);
     }
+    if (main_map != MAP_FAILED) { /* a later page of main's mapping, synced from here */
+        main_map[2 * 4096 + 7] = 'M';
+        CHECK_EQ("w_msync_part", msync(main_map + 2 * 4096, 4096, MS_SYNC), 0);
+    }
+    CHECK_EQ("w_munmap_again", munmap(wmap, 1ul << 20), 0); /* main unmapped it */
     gate_set(&to_main, 2);
     CHECK("w_gate_3", gate_wait(&to_worker, 3));
     if (sm != MAP_FAILED) {
@@ -174,6 +184,16 @@ static void *worker(void *arg)
         CHECK_EQ("w_munmap_unaligned", munmap(f + 1, 4096), -1);
         CHECK_ERR("w_munmap_unaligned_errno", errno, EINVAL);
         CHECK_EQ("w_mmap_four_munmap", munmap(f, 4 * 4096), 0);
+    }
+    unsigned char *h = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                            -1, 0);
+    CHECK("w_mmap_shared_anon", h != MAP_FAILED);
+    if (h != MAP_FAILED) {
+        h[4096] = 5;
+        CHECK_EQ("w_madvise_shared", madvise(h + 4096, 4096, MADV_DONTNEED), 0);
+        CHECK_EQ("w_madvise_shared_kept", h[4096], 5);
+        CHECK_EQ("w_munmap_head", munmap(h, 4096), 0);
+        CHECK_EQ("w_munmap_after_head", munmap(h, 4 * 4096), 0);
     }
     CHECK("w_mmap_zero_len",
           mmap(NULL, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED &&
@@ -225,11 +245,20 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < FILE_LEN; i++)
         buf[i] = pattern(i);
     CHECK_EQ("file_write", write(fd, buf, FILE_LEN), FILE_LEN);
+    main_map = mmap(NULL, FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK("main_mmap_file", main_map != MAP_FAILED);
     gate_set(&to_worker, 2);
     CHECK("gate_2", gate_wait(&to_main, 2));
     char got[16] = { 0 };
     CHECK_EQ("msync_pread", pread(fd, got, 10, 10), 10);
     CHECK("msync_reached_file", memcmp(got, "worker-was", 10) == 0);
+    CHECK_EQ("msync_part_pread", pread(fd, got, 1, 2 * 4096 + 7), 1);
+    CHECK_EQ("msync_part_reached_file", got[0], 'M');
+    struct stat st;
+    CHECK_EQ("msync_fstat", fstat(fd, &st), 0);
+    CHECK_EQ("msync_file_size", (long)st.st_size, FILE_LEN);
+    /* a write to the file where no mapping wrote since: kept at munmap */
+    CHECK_EQ("file_pwrite", pwrite(fd, "PW", 2, 2000), 2);
     gate_set(&to_worker, 3);
 
     /* 7 */
@@ -245,6 +274,12 @@ int main(int argc, char **argv)
     CHECK_EQ("join", pthread_join(t, NULL), 0);
     CHECK_EQ("munmap_pread", pread(fd, got, 1, 3 * 4096 + 50), 1);
     CHECK_EQ("munmap_reached_file", got[0], 'Q');
+    if (main_map != MAP_FAILED)
+        CHECK_EQ("main_munmap_file", munmap(main_map, FILE_LEN), 0);
+    CHECK_EQ("pwrite_kept_pread", pread(fd, got, 2, 2000), 2);
+    CHECK("pwrite_kept", memcmp(got, "PW", 2) == 0);
+    CHECK_EQ("munmap_fstat", fstat(fd, &st), 0);
+    CHECK_EQ("munmap_file_size", (long)st.st_size, FILE_LEN);
     close(fd);
     unlink(path);
     if (efd >= 0)
