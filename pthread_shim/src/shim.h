@@ -36,8 +36,8 @@ static inline bool shared_obj(const volatile void *p)
 
 /* heap.c: a big block, a GAS range of its own: n bytes (cap: as many as it
  * may grow to in place) aligned to align, after a header page (size,
- * range, capacity; the rest of the page is its user's: mmap.c); zero: it
- * must read as zeros.  NULL: no space.  shim_big_free gives it back. */
+ * range, capacity); zero: it must read as zeros.  NULL: no space.
+ * shim_big_free gives it back.  malloc's big blocks, and mmap.c's. */
 void *shim_big_alloc(size_t n, size_t cap, size_t align, bool zero);
 void shim_big_free(void *p);
 

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
 #include "shim.h"
 
 int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -326,6 +329,23 @@ int pthread_setspecific(pthread_key_t k, const void *v)
     vals[i] = (void *)v;
     return 0;
 }
+
+/* The processors an application thread counts are the cluster's: as many
+ * as it runs threads at once (cables_cpu_count: its most nodes, launched
+ * or attached on demand, times CABLES_THREADS_PER_NODE), so that a program
+ * sizing its pool by them (sysconf, get_nprocs, C++'s
+ * hardware_concurrency) fills every node, not one node's worth.  The
+ * runtime's threads, and libraries acting for it, count the node's. */
+long sysconf(int name)
+{
+    if (cb_app_thread && (name == _SC_NPROCESSORS_ONLN || name == _SC_NPROCESSORS_CONF))
+        return cables_cpu_count();
+    return REAL(sysconf)(name);
+}
+
+int get_nprocs(void) { return cb_app_thread ? cables_cpu_count() : REAL(get_nprocs)(); }
+
+int get_nprocs_conf(void) { return cb_app_thread ? cables_cpu_count() : REAL(get_nprocs_conf)(); }
 
 /* at a thread's end (on its stack): destructors, as glibc runs them */
 static void run_key_destructors(void)

@@ -154,6 +154,25 @@ TEST_P(PosixOneNode, PassesOnOneNode)
 
 INSTANTIATE_TEST_SUITE_P(Local, PosixOneNode, ::testing::Values("barrier", "cond", "threads", "mmaps"));
 
+// The processors a program counts (sysconf, get_nprocs) are the cluster's:
+// its most nodes (-m 3) times the threads a node holds, on the master and
+// on node 1 alike, so that a pool sized by them fills every node.
+class Nprocs : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(Nprocs, ProgramCountsTheClustersProcessors)
+{
+    auto res = mn::run_cables(2, GetParam(), mn::prog("nprocs"), {},
+                              { { "CABLES_THREADS_PER_NODE", "3" } }, { "-m", "3" });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["cluster"], "9") << res.describe();
+    EXPECT_EQ(r["main"], "9,9,9,9") << res.describe();
+    EXPECT_EQ(r["worker"], "9,9,9,9") << res.describe();
+    EXPECT_EQ(r["worker_node"], "1") << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoNodes, Nprocs, ::testing::Values("shm", "tcp"));
+
 // A shared writable file mapping that the program leaves mapped at exit is
 // written back to the file, as the kernel does after a process: main maps
 // the file, the worker (node 1) writes into it, main joins it and returns.
