@@ -68,8 +68,8 @@ struct maps {
 
 static struct maps *maps(void)
 {
-    _Static_assert(sizeof(struct maps) <= CB_PROGRAM_BYTES, "CB_PROGRAM_BYTES too small");
-    return cb.program;
+    _Static_assert(SHIM_PROGRAM_MAPS + sizeof(struct maps) <= SHIM_PROGRAM_SEEDS, "maps");
+    return cb.program ? (struct maps *)((uint8_t *)cb.program + SHIM_PROGRAM_MAPS) : NULL;
 }
 
 static size_t page_up(size_t n) { return (n + cb.ps - 1) & ~(cb.ps - 1); }

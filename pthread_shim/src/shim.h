@@ -41,6 +41,12 @@ static inline bool shared_obj(const volatile void *p)
 void *shim_big_alloc(size_t n, size_t cap, size_t align, bool zero);
 void shim_big_free(void *p);
 
+/* The shim's words in the program's shared static data (cb.program, of
+ * CB_PROGRAM_BYTES): the table of mappings (mmap.c), the random number
+ * generators' seeds (rand.c) */
+#define SHIM_PROGRAM_MAPS 0
+#define SHIM_PROGRAM_SEEDS 24
+
 /* An absolute time on clock c as a CLOCK_MONOTONIC deadline in ns; -1 when
  * the time is invalid (EINVAL). */
 int64_t shim_deadline(clockid_t c, const struct timespec *abs);

@@ -124,7 +124,7 @@ std::vector<PosixCase> posix_cases()
 {
     std::vector<PosixCase> v;
     for (const char *t : { "shm", "tcp" })
-        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps" })
+        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand" })
             v.push_back({ t, n });
     return v;
 }
@@ -153,6 +153,26 @@ TEST_P(PosixOneNode, PassesOnOneNode)
 }
 
 INSTANTIATE_TEST_SUITE_P(Local, PosixOneNode, ::testing::Values("barrier", "cond", "threads", "mmaps"));
+
+// libc's random number generators follow main's seed on every node, each
+// node drawing numbers of its own (pthread_shim/src/rand.c): at 4 nodes the
+// three threads of tests/posix/rand run on nodes 1-3, which all drew the
+// same numbers before, whatever main's seed.
+class RandFourNodes : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(RandFourNodes, EachNodeDrawsFromMainsSeed)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = native_result("tests/posix/rand", {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(4, GetParam(), relinked("tests/posix/rand"), {});
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, RandFourNodes, ::testing::Values("shm", "tcp"));
 
 // The processors a program counts (sysconf, get_nprocs) are the cluster's:
 // its most nodes (-m 3) times the threads a node holds, on the master and
