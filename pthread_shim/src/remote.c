@@ -39,6 +39,8 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include <dlfcn.h>
+
 #include "shim.h"
 
 #define CHUNK (16u << 20) /* the most bytes one call carries */
@@ -615,6 +617,7 @@ enum {
     RS_FOPEN = CB_RSYS_LIB, RS_FDOPEN, RS_FREOPEN, RS_TMPFILE, RS_POPEN, RS_PCLOSE, RS_FCLOSE,
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
+    RS_CXA_ATEXIT, RS_ON_EXIT,
 };
 
 static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
@@ -915,6 +918,37 @@ void shim_rs_forget(FILE *f)
         local_mark(fd, false);
 }
 
+/* Exit handlers are the process's, and the process ends at the master: a
+ * handler of the program's (atexit, which is __cxa_atexit of the program's
+ * own module, a C++ static object's destructor, on_exit) that a thread of
+ * another node registers is registered there (a function's address, and
+ * the program's data its argument points to, are the same on every node).
+ * Before, it went into its node's list, which never runs.  A library's
+ * handler stays its node's: its data is that node's. */
+static bool programs(const void *fn)
+{
+    extern char cables_statics_bss_begin[] __attribute__((weak));
+    Dl_info f, e;
+    return cables_statics_bss_begin && dladdr(fn, &f) && dladdr(cables_statics_bss_begin, &e) &&
+           f.dli_fbase == e.dli_fbase;
+}
+
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
+{
+    if (!cb_app_thread || cb.self == 0 || !programs((const void *)fn))
+        return REAL(__cxa_atexit)(fn, arg, dso);
+    cb_rsys_t r = rq(RS_CXA_ATEXIT, P(fn), P(arg), P(dso), 0, 0, 0);
+    return (int)cb_rsys(&r);
+}
+
+int on_exit(void (*fn)(int, void *), void *arg)
+{
+    if (!cb_app_thread || cb.self == 0 || !programs((const void *)fn))
+        return REAL(on_exit)(fn, arg);
+    cb_rsys_t r = rq(RS_ON_EXIT, P(fn), P(arg), 0, 0, 0, 0);
+    return (int)cb_rsys(&r);
+}
+
 /* ---- at the master: the streams' calls (cb_rsys_lib) ---- */
 
 static FILE *file_of(int64_t h) { return h == RS_STDIN ? stdin : (FILE *)(uintptr_t)h; }
@@ -939,6 +973,12 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
 {
     FILE *f = op == RS_FREOPEN ? file_of(a[2]) : file_of(a[0]);
     bool opens = op == RS_FOPEN || op == RS_FDOPEN || op == RS_TMPFILE || op == RS_POPEN;
+    if (op == RS_CXA_ATEXIT) /* no stream */
+        return REAL(__cxa_atexit)((void (*)(void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1],
+                                  (void *)(uintptr_t)a[2]) ? (*err = ENOMEM, -1) : 0;
+    if (op == RS_ON_EXIT)
+        return REAL(on_exit)((void (*)(int, void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1])
+                   ? (*err = ENOMEM, -1) : 0;
     if (!opens && !(op == RS_FFLUSH && !f) && !stream_here(f)) {
         *err = EBADF;
         return -1;

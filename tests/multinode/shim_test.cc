@@ -174,6 +174,28 @@ TEST_P(RandFourNodes, EachNodeDrawsFromMainsSeed)
 
 INSTANTIATE_TEST_SUITE_P(Shim, RandFourNodes, ::testing::Values("shm", "tcp"));
 
+// Exit handlers a thread on node 1 registers (atexit, on_exit) run at the
+// master when main returns, with main's status, and see what main wrote
+// after the thread ended (before, they ran in node 1's exit after the
+// runtime had stopped there, and printed its stale copy: arg=42).
+class ExitHandlers : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ExitHandlers, RegisteredOnNodeOneRunAtTheMaster)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto res = mn::run_cables(2, GetParam(), relinked("tests/posix/exits"), {},
+                              { { "CABLES_STATS", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_GT(mn::node_stat(res.output, 1, "locks="), 0) << res.describe();
+    EXPECT_NE(res.output.find("EXIT on_exit ran status=0 arg=43"), std::string::npos)
+        << res.describe();
+    EXPECT_NE(res.output.find("EXIT atexit ran"), std::string::npos) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoNodes, ExitHandlers, ::testing::Values("shm", "tcp"));
+
 // The processors a program counts (sysconf, get_nprocs) are the cluster's:
 // its most nodes (-m 3) times the threads a node holds, on the master and
 // on node 1 alike, so that a pool sized by them fills every node.
