@@ -403,6 +403,9 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len);
 /* pthread_shim/src/mmap.c: the program ends (master): its shared writable
  * file mappings are written back */
 void cb_maps_flush(void);
+/* pthread_shim/src/remote.c: exit() of an application thread of another
+ * node ends the process at the master (returns only if it cannot ask) */
+void cb_exit_at_master(int status);
 
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);
@@ -627,8 +630,10 @@ typedef struct {
      * data (CB_PROGRAM_BYTES: the bytes of the marker libcables/link/head.c
      * after its first; statics.c), or NULL where that data is not shared */
     void *program;
+    uintptr_t image_lo, image_hi; /* the program's own code and data (statics.c) */
+    _Atomic bool ending; /* cb_node_finish has begun */
 } cb_ctx_t;
-#define CB_PROGRAM_BYTES 56
+#define CB_PROGRAM_BYTES (8192 - 8)
 extern cb_ctx_t cb;
 
 static inline uint8_t *cb_proto_page(uint64_t p) { return cb.proto + p * cb.ps; }

@@ -683,6 +683,7 @@ void cb_node_finish(void)
     if (done)
         return;
     done = true;
+    atomic_store(&cb.ending, true);
     if (cb.self == 0)
         cb_maps_flush(); /* while every node still serves its pages */
     cb_app_thread = false; /* what follows (MPI's finalization too) is the runtime's */

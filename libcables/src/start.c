@@ -33,6 +33,10 @@ int cb_exit_status;
 void exit(int status)
 {
     static void (*real_exit)(int);
+    /* a thread of another node: the process ends at the master, which runs
+     * the program's exit handlers once, with this status (remote.c) */
+    if (cb_app_thread && cb.self != 0 && !atomic_load(&cb.comm_down) && !atomic_load(&cb.ending))
+        cb_exit_at_master(status);
     cb_exit_status = status;
     if (!real_exit)
         real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");

@@ -20,7 +20,7 @@
 extern char cables_statics_data_end[] __attribute__((weak));
 extern char cables_statics_bss_begin[] __attribute__((weak));
 
-struct seg { uintptr_t lo, hi, relro_hi; bool found; };
+struct seg { uintptr_t lo, hi, relro_hi, img_lo, img_hi; bool found; };
 
 static int find_exe(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -29,6 +29,12 @@ static int find_exe(struct dl_phdr_info *info, size_t size, void *arg)
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD) { /* the program's image: code and data */
+            if (!s->img_lo || lo < s->img_lo)
+                s->img_lo = lo;
+            if (lo + ph->p_memsz > s->img_hi)
+                s->img_hi = lo + ph->p_memsz;
+        }
         if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
             s->lo = lo;
             s->hi = lo + ph->p_memsz;
@@ -89,6 +95,8 @@ void cb_statics_init(void)
     if (dladdr1(cables_statics_bss_begin, &di, (void **)&sym, RTLD_DL_SYMENT) && sym &&
         sym->st_size >= 8 + CB_PROGRAM_BYTES)
         cb.program = cables_statics_bss_begin + 8;
+    cb.image_lo = s.img_lo;
+    cb.image_hi = s.img_hi;
     if (cb.self == 0)
         cb_gas_reserve(cb.nstatic);
 }

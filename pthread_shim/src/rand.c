@@ -14,7 +14,10 @@
  * node only (main) gets libc's own sequence; node k > 0 a mix of the seed
  * and k, a sequence of its own.  Seeds are seen as any shared write is:
  * after a release and an acquire (main seeds, then creates the threads).
- * initstate, setstate and lcong48 act on the calling node's state only. */
+ * initstate, setstate and lcong48 act on the calling node's state only
+ * (kept until the next seeding).  The seeds are on a page of their own,
+ * which only a seeding writes: a draw reads a copy no acquire invalidates
+ * otherwise. */
 #include <stdlib.h>
 
 #include "shim.h"
@@ -30,7 +33,12 @@ static struct seeds *seeds(void)
     return cb.program ? (struct seeds *)((uint8_t *)cb.program + SHIM_PROGRAM_SEEDS) : NULL;
 }
 
-static uint64_t applied = UINT64_MAX, applied48 = UINT64_MAX; /* this node's generations */
+/* this node's generations applied.  The master starts with libc's own
+ * state (a program that seeds in a constructor, or with initstate, keeps
+ * it); another node's state is seeded from the default seeds at its first
+ * draw (started: done, or the program set it there itself) */
+static uint64_t applied, applied48;
+static bool started[2];
 static cb_mutex_t apply_mu = CB_MUTEX_INIT; /* one thread reseeds, the others wait for it */
 
 /* node k's seed from the program's (the master's: the program's own) */
@@ -46,11 +54,24 @@ static uint64_t mix(uint64_t s)
 
 static void seed_node(uint64_t s) { REAL(srandom)((unsigned)mix(s)); }
 
-static void seed_node48(uint64_t x)
+static unsigned short *seed_node48(uint64_t x)
 {
     x = mix(x) & 0xffffffffffffull;
     unsigned short v[3] = { (unsigned short)x, (unsigned short)(x >> 16), (unsigned short)(x >> 32) };
-    REAL(seed48)(v);
+    return REAL(seed48)(v);
+}
+
+/* the program's seed of generation *g, read whole (a seeding elsewhere
+ * meanwhile: read again) */
+static uint64_t seed_of(const uint64_t *gen, const uint64_t *seed, uint64_t *g)
+{
+    for (;;) {
+        uint64_t v = __atomic_load_n(seed, __ATOMIC_ACQUIRE);
+        uint64_t again = __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+        if (again == *g)
+            return v;
+        *g = again;
+    }
 }
 
 /* before a draw: this node's state follows the program's last seed (libc's
@@ -62,41 +83,93 @@ static void follow(void)
         return;
     uint64_t g = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE),
              g48 = __atomic_load_n(&s->gen48, __ATOMIC_ACQUIRE);
-    if (g == __atomic_load_n(&applied, __ATOMIC_ACQUIRE) &&
+    bool fresh = cb.self != 0 && !(__atomic_load_n(&started[0], __ATOMIC_ACQUIRE) &&
+                                   __atomic_load_n(&started[1], __ATOMIC_ACQUIRE));
+    if (!fresh && g == __atomic_load_n(&applied, __ATOMIC_ACQUIRE) &&
         g48 == __atomic_load_n(&applied48, __ATOMIC_ACQUIRE))
         return;
     cb_mutex_lock(&apply_mu);
+    if (cb.self != 0 && !started[0] && g == applied)
+        seed_node(1);
+    if (cb.self != 0 && !started[1] && g48 == applied48)
+        seed_node48(0);
+    __atomic_store_n(&started[0], true, __ATOMIC_RELEASE);
+    __atomic_store_n(&started[1], true, __ATOMIC_RELEASE);
     if (g != applied) {
-        seed_node(g ? s->seed : 1);
+        uint64_t v = seed_of(&s->gen, &s->seed, &g);
+        seed_node(g ? v : 1);
         __atomic_store_n(&applied, g, __ATOMIC_RELEASE);
     }
     if (g48 != applied48) {
-        seed_node48(g48 ? s->seed48 : 0);
+        uint64_t v = seed_of(&s->gen48, &s->seed48, &g48);
+        seed_node48(g48 ? v : 0);
         __atomic_store_n(&applied48, g48, __ATOMIC_RELEASE);
     }
     cb_mutex_unlock(&apply_mu);
 }
 
-static void record(bool b48, uint64_t seed)
+/* A seeding by an application thread: the program's seed (one generation
+ * more, under the program's lock: two nodes seeding at once make two),
+ * and this node's state from it.  False: none to record (libc's alone). */
+static bool record(bool b48, uint64_t seed, unsigned short **old)
+{
+    struct seeds *s = cb_app_thread ? seeds() : NULL;
+    if (!s)
+        return false;
+    cables_lock(shim_program_lock());
+    cb_mutex_lock(&apply_mu);
+    uint64_t *gen = b48 ? &s->gen48 : &s->gen, g = *gen + 1;
+    __atomic_store_n(b48 ? &s->seed48 : &s->seed, seed, __ATOMIC_RELAXED);
+    __atomic_store_n(gen, g, __ATOMIC_RELEASE);
+    if (b48)
+        *old = seed_node48(seed);
+    else
+        seed_node(seed);
+    __atomic_store_n(b48 ? &applied48 : &applied, g, __ATOMIC_RELEASE);
+    __atomic_store_n(&started[b48], true, __ATOMIC_RELEASE);
+    cb_mutex_unlock(&apply_mu);
+    cables_unlock(shim_program_lock());
+    return true;
+}
+
+/* a state the program sets itself on this node: kept until the next
+ * seeding (not reseeded over at the next draw) */
+static void keep_own(bool b48)
 {
     struct seeds *s = cb_app_thread ? seeds() : NULL;
     if (!s)
         return;
-    uint64_t *gen = b48 ? &s->gen48 : &s->gen;
-    (b48 ? &s->seed48 : &s->seed)[0] = seed;
-    uint64_t g = *gen + 1;
-    __atomic_store_n(gen, g, __ATOMIC_RELEASE);
-    __atomic_store_n(b48 ? &applied48 : &applied, g, __ATOMIC_RELAXED);
+    cb_mutex_lock(&apply_mu);
+    __atomic_store_n(b48 ? &applied48 : &applied,
+                     __atomic_load_n(b48 ? &s->gen48 : &s->gen, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+    __atomic_store_n(&started[b48], true, __ATOMIC_RELEASE);
+    cb_mutex_unlock(&apply_mu);
+}
+
+char *initstate(unsigned seed, char *state, size_t n)
+{
+    char *old = REAL(initstate)(seed, state, n);
+    keep_own(false);
+    return old;
+}
+
+char *setstate(char *state)
+{
+    char *old = REAL(setstate)(state);
+    keep_own(false);
+    return old;
+}
+
+void lcong48(unsigned short p[7])
+{
+    REAL(lcong48)(p);
+    keep_own(true);
 }
 
 void srandom(unsigned seed)
 {
-    if (cb_app_thread && seeds()) {
-        record(false, seed);
-        seed_node(seed);
-    } else {
+    if (!record(false, seed, NULL))
         REAL(srandom)(seed);
-    }
 }
 
 void srand(unsigned seed) { srandom(seed); }
@@ -115,25 +188,18 @@ int rand(void)
 
 void srand48(long seed)
 {
-    if (cb_app_thread && seeds()) { /* X = seed's low 32 bits, then 0x330e */
-        uint64_t x = ((uint64_t)(uint32_t)seed << 16) | 0x330e;
-        record(true, x);
-        seed_node48(x);
-    } else {
+    unsigned short *old; /* X = the seed's low 32 bits, then 0x330e */
+    if (!record(true, ((uint64_t)(uint32_t)seed << 16) | 0x330e, &old))
         REAL(srand48)(seed);
-    }
 }
 
 unsigned short *seed48(unsigned short v[3])
 {
-    if (!(cb_app_thread && seeds()))
+    unsigned short *old;
+    follow(); /* the old value: this node's */
+    if (!record(true, (uint64_t)v[0] | (uint64_t)v[1] << 16 | (uint64_t)v[2] << 32, &old))
         return REAL(seed48)(v);
-    follow();
-    uint64_t x = (uint64_t)v[0] | (uint64_t)v[1] << 16 | (uint64_t)v[2] << 32;
-    record(true, x);
-    x = mix(x) & 0xffffffffffffull;
-    unsigned short w[3] = { (unsigned short)x, (unsigned short)(x >> 16), (unsigned short)(x >> 32) };
-    return REAL(seed48)(w); /* the old value: this node's */
+    return old;
 }
 
 double drand48(void)

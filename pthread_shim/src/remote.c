@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -38,8 +39,6 @@
 #include <termios.h>
 #include <unistd.h>
 #include <wchar.h>
-
-#include <dlfcn.h>
 
 #include "shim.h"
 
@@ -617,7 +616,7 @@ enum {
     RS_FOPEN = CB_RSYS_LIB, RS_FDOPEN, RS_FREOPEN, RS_TMPFILE, RS_POPEN, RS_PCLOSE, RS_FCLOSE,
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
-    RS_CXA_ATEXIT, RS_ON_EXIT,
+    RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT,
 };
 
 static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
@@ -920,22 +919,23 @@ void shim_rs_forget(FILE *f)
 
 /* Exit handlers are the process's, and the process ends at the master: a
  * handler of the program's (atexit, which is __cxa_atexit of the program's
- * own module, a C++ static object's destructor, on_exit) that a thread of
- * another node registers is registered there (a function's address, and
- * the program's data its argument points to, are the same on every node).
- * Before, it went into its node's list, which never runs.  A library's
- * handler stays its node's: its data is that node's. */
-static bool programs(const void *fn)
+ * module, a C++ static object's destructor, on_exit) that a thread of
+ * another node registers is registered there.  A function's address is the
+ * same on every node, and so is the program's shared data its argument
+ * points to.  Before, it went into its node's list, which ran in that
+ * node's exit after the runtime had stopped there (stale copies, that
+ * node's status).  A handler of a library's code for a library's data
+ * stays its node's: that data is the node's.  Decided by address (the
+ * program's image, cb.image_lo..hi; no loader lock taken). */
+static bool programs(const void *fn, const void *arg)
 {
-    extern char cables_statics_bss_begin[] __attribute__((weak));
-    Dl_info f, e;
-    return cables_statics_bss_begin && dladdr(fn, &f) && dladdr(cables_statics_bss_begin, &e) &&
-           f.dli_fbase == e.dli_fbase;
+    return cb_app_thread && cb.self != 0 && cb.program &&
+           (cb_in_gas((uintptr_t)arg) || (uintptr_t)fn - cb.image_lo < cb.image_hi - cb.image_lo);
 }
 
 int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
 {
-    if (!cb_app_thread || cb.self == 0 || !programs((const void *)fn))
+    if (!programs((const void *)fn, arg))
         return REAL(__cxa_atexit)(fn, arg, dso);
     cb_rsys_t r = rq(RS_CXA_ATEXIT, P(fn), P(arg), P(dso), 0, 0, 0);
     return (int)cb_rsys(&r);
@@ -943,10 +943,19 @@ int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
 
 int on_exit(void (*fn)(int, void *), void *arg)
 {
-    if (!cb_app_thread || cb.self == 0 || !programs((const void *)fn))
+    if (!programs((const void *)fn, arg))
         return REAL(on_exit)(fn, arg);
     cb_rsys_t r = rq(RS_ON_EXIT, P(fn), P(arg), 0, 0, 0, 0);
     return (int)cb_rsys(&r);
+}
+
+/* exit() of an application thread of another node: the process ends at
+ * the master, with this status, its handlers run once there (start.c).
+ * Returns only if the master could not be asked. */
+void cb_exit_at_master(int status)
+{
+    cb_rsys_t r = rq(RS_EXIT, status, 0, 0, 0, 0, 0);
+    cb_rsys(&r);
 }
 
 /* ---- at the master: the streams' calls (cb_rsys_lib) ---- */
@@ -973,7 +982,15 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
 {
     FILE *f = op == RS_FREOPEN ? file_of(a[2]) : file_of(a[0]);
     bool opens = op == RS_FOPEN || op == RS_FDOPEN || op == RS_TMPFILE || op == RS_POPEN;
-    if (op == RS_CXA_ATEXIT) /* no stream */
+    if (op == RS_EXIT) { /* a proxy ends the process, as the program's thread */
+        cb_app_thread = true;
+        exit((int)a[0]);
+    }
+    /* no stream; none once the program ends here (a handler added then
+     * would run after the runtime stopped) */
+    if ((op == RS_CXA_ATEXIT || op == RS_ON_EXIT) && atomic_load(&cb.ending))
+        return *err = ENOMEM, -1;
+    if (op == RS_CXA_ATEXIT)
         return REAL(__cxa_atexit)((void (*)(void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1],
                                   (void *)(uintptr_t)a[2]) ? (*err = ENOMEM, -1) : 0;
     if (op == RS_ON_EXIT)

@@ -42,10 +42,14 @@ void *shim_big_alloc(size_t n, size_t cap, size_t align, bool zero);
 void shim_big_free(void *p);
 
 /* The shim's words in the program's shared static data (cb.program, of
- * CB_PROGRAM_BYTES): the table of mappings (mmap.c), the random number
- * generators' seeds (rand.c) */
+ * CB_PROGRAM_BYTES): the table of mappings (mmap.c); on a page of their
+ * own, which every draw reads and only a seeding writes (so no acquire
+ * invalidates it otherwise), the random number generators' seeds (rand.c) */
 #define SHIM_PROGRAM_MAPS 0
-#define SHIM_PROGRAM_SEEDS 24
+#define SHIM_PROGRAM_SEEDS (4096 - 8)
+/* one cluster lock for the program's rare process-wide changes (the
+ * mappings' table, a seeding): the first word of cb.program */
+static inline cables_lock_t *shim_program_lock(void) { return (cables_lock_t *)cb.program; }
 
 /* An absolute time on clock c as a CLOCK_MONOTONIC deadline in ns; -1 when
  * the time is invalid (EINVAL). */

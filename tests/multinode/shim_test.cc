@@ -194,6 +194,22 @@ TEST_P(ExitHandlers, RegisteredOnNodeOneRunAtTheMaster)
     EXPECT_NE(res.output.find("EXIT atexit ran"), std::string::npos) << res.describe();
 }
 
+// exit(5) in that thread on node 1 ends the process at the master: the
+// run's status is 5, and the handlers run once there with it.
+TEST_P(ExitHandlers, ExitOnNodeOneEndsTheProcessAtTheMaster)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto res = mn::run_cables(2, GetParam(), relinked("tests/posix/exits"), { "worker-exits" },
+                              { { "CABLES_STATS", "1" } });
+    EXPECT_TRUE(res.exited && res.exit_code == 5 && !res.timed_out) << res.describe();
+    EXPECT_GT(mn::node_stat(res.output, 1, "locks="), 0) << res.describe();
+    EXPECT_NE(res.output.find("EXIT on_exit ran status=5 arg=42"), std::string::npos)
+        << res.describe();
+    EXPECT_NE(res.output.find("EXIT atexit ran"), std::string::npos) << res.describe();
+    EXPECT_EQ(res.output.find("mpirun detected"), std::string::npos) << res.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(TwoNodes, ExitHandlers, ::testing::Values("shm", "tcp"));
 
 // The processors a program counts (sysconf, get_nprocs) are the cluster's:

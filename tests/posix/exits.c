@@ -3,15 +3,19 @@
  * returns, on_exit's with main's status and the argument the thread gave,
  * a value main wrote after the thread ended.  They print "EXIT atexit ran"
  * and "EXIT on_exit ran status=0 arg=43" after the RESULT line (the test
- * reads them).
+ * reads them).  With the argument "worker-exits" the thread then calls
+ * exit(5) while main waits in join: the process ends with status 5, the
+ * handlers print status=5 arg=42, and there is no RESULT line.
  * RESULT ok=1 checks=N (check.h) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 
 static int value;
+static int worker_exits;
 
 static void at_exit_handler(void) { printf("EXIT atexit ran\n"); }
 
@@ -26,12 +30,15 @@ static void *worker(void *unused)
     value = 42;
     CHECK_EQ("atexit", atexit(at_exit_handler), 0);
     CHECK_EQ("on_exit", on_exit(on_exit_handler, &value), 0);
+    if (worker_exits)
+        exit(5);
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     check_start();
+    worker_exits = argc > 1 && strcmp(argv[1], "worker-exits") == 0;
     pthread_t t;
     CHECK_EQ("create", pthread_create(&t, NULL, worker, NULL), 0);
     CHECK_EQ("join", pthread_join(t, NULL), 0);

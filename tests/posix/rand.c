@@ -3,7 +3,8 @@
  * draw at once: no two get the same numbers.  Main seeds again, a thread
  * draws, main seeds the same again, another thread draws: both get the
  * same numbers, whichever node they run on.  And main's own first draw
- * after srand(42) is glibc's (71876166).
+ * after srand(42) is glibc's (71876166); a state main sets with initstate
+ * or lcong48 is the one it draws from.
  * RESULT ok=1 checks=N (check.h) */
 #include <pthread.h>
 #include <stdlib.h>
@@ -43,6 +44,17 @@ static void run(struct draws *w, int n)
 int main(void)
 {
     check_start();
+    /* a state the program sets itself is the one drawn from */
+    static char st1[128], st2[128];
+    initstate(7, st1, sizeof st1);
+    long a = random();
+    initstate(7, st2, sizeof st2);
+    CHECK_EQ("initstate_kept", random(), a);
+    unsigned short p[7] = { 1, 2, 3, 5, 7, 11, 13 };
+    lcong48(p);
+    long b = lrand48();
+    lcong48(p);
+    CHECK_EQ("lcong48_kept", lrand48(), b);
     struct draws w[3], x, y;
     seed();
     run(w, 3);
