@@ -44,6 +44,11 @@ static inline int cb_madvise(void *a, size_t len, int advice)
 {
     return (int)syscall(SYS_madvise, a, len, advice);
 }
+/* and so are its affinity changes (the shim folds the program's) */
+static inline int cb_setaffinity(pid_t pid, size_t size, const void *set)
+{
+    return (int)syscall(SYS_sched_setaffinity, pid, size, set);
+}
 
 /* ---- waiting: futex words (sys.c) ----
  * The runtime never calls the pthread names a relinked program gets from
@@ -406,6 +411,8 @@ void cb_maps_flush(void);
 /* pthread_shim/src/remote.c: exit() of an application thread of another
  * node ends the process at the master (returns only if it cannot ask) */
 void cb_exit_at_master(int status);
+/* numa.c: a CPU set of the cluster's CPUs, folded onto this node's */
+void cb_cpus_fold(void *set, size_t size);
 
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);

@@ -22,6 +22,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <string.h>
+
 #include "internal.h"
 
 static cpu_set_t node_cpus; /* the node process's CPUs, when comm_cpu >= 0 */
@@ -29,6 +31,14 @@ static int comm_cpu = -1;   /* the communication thread's CPU, or -1: free */
 static pid_t main_tid;      /* kept on comm_cpu until another application thread starts */
 static _Atomic bool main_free;
 static int share;           /* CPUs of the node process's own (or its share of them) */
+static cpu_set_t proc_cpus; /* the CPUs the node process may run on, once placed */
+static int nproc_cpus;
+
+static void note_cpus(void)
+{
+    if (!sched_getaffinity(0, sizeof proc_cpus, &proc_cpus))
+        nproc_cpus = CPU_COUNT(&proc_cpus);
+}
 
 /* this process's share: CPUs [rank * k, rank * k + k) of the allowed ones,
  * k = allowed / local_size; nothing changes if k < 1 (best effort).  True
@@ -45,7 +55,7 @@ static bool bind_cpus(int local_rank, int local_size)
     for (int c = 0, i = 0; c < CPU_SETSIZE && i < (local_rank + 1) * k; c++)
         if (CPU_ISSET(c, &allowed) && i++ >= local_rank * k)
             CPU_SET(c, &mine);
-    return sched_setaffinity(0, sizeof mine, &mine) == 0;
+    return cb_setaffinity(0, sizeof mine, &mine) == 0;
 }
 
 void cb_numa_place(int local_rank, int local_size)
@@ -61,6 +71,7 @@ void cb_numa_place(int local_rank, int local_size)
             unsigned long mask = 1ul << n;
             mbind(cb.proto, cb.cfg.gas_size, MPOL_PREFERRED, &mask, sizeof mask * 8, 0);
         }
+        note_cpus();
         return;
     }
     /* its share of the CPUs, whether it is bound to them below or not */
@@ -68,9 +79,12 @@ void cb_numa_place(int local_rank, int local_size)
     if (!sched_getaffinity(0, sizeof allowed, &allowed))
         share = local_size > 0 ? CPU_COUNT(&allowed) / local_size : 0;
     /* when nodes may attach later (launched apart), all run anywhere */
-    if (!cb.cfg.bind || cb.cfg.max_nodes > cb.launched || cb.self >= cb.launched)
+    if (!cb.cfg.bind || cb.cfg.max_nodes > cb.launched || cb.self >= cb.launched) {
+        note_cpus();
         return;
+    }
     int cpu = bind_cpus(local_rank, local_size) ? sched_getcpu() : -1;
+    note_cpus();
     if (cpu >= 0 && !sched_getaffinity(0, sizeof node_cpus, &node_cpus) &&
         CPU_COUNT(&node_cpus) > 1 && CPU_ISSET(cpu, &node_cpus)) {
         comm_cpu = cpu;
@@ -86,7 +100,7 @@ void cb_numa_comm_thread(void)
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(comm_cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one)) {}
+    if (cb_setaffinity(0, sizeof one, &one)) {}
 }
 
 /* an application thread starts here (by the communication thread, whose
@@ -95,12 +109,35 @@ void cb_numa_app_thread(void)
 {
     if (comm_cpu < 0)
         return;
-    if (sched_setaffinity(0, sizeof node_cpus, &node_cpus)) {}
+    if (cb_setaffinity(0, sizeof node_cpus, &node_cpus)) {}
     if (!atomic_exchange(&main_free, true) &&
-        sched_setaffinity(main_tid, sizeof node_cpus, &node_cpus)) {}
+        cb_setaffinity(main_tid, sizeof node_cpus, &node_cpus)) {}
 }
 
 bool cb_numa_spare_cpu(void) { return share >= 2; }
+
+/* A CPU set an application thread made for the cluster's CPUs (it counts
+ * them: pthread_shim/src/threads.c), as this node's: CPU c becomes the
+ * (c mod n)th of the n CPUs the node process may run on (the first n map
+ * to themselves where those are CPUs 0..n-1), so that pinning thread i to
+ * CPU i % sysconf(_SC_NPROCESSORS_ONLN) is a valid request on any node. */
+void cb_cpus_fold(void *set, size_t size)
+{
+    if (nproc_cpus <= 0 || size > CPU_ALLOC_SIZE(4096))
+        return;
+    int idx[CPU_SETSIZE], n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < nproc_cpus; c++)
+        if (CPU_ISSET(c, &proc_cpus))
+            idx[n++] = c;
+    if (n == 0)
+        return;
+    uint8_t out[CPU_ALLOC_SIZE(4096)];
+    memset(out, 0, size);
+    for (size_t c = 0; c < size * 8; c++)
+        if (CPU_ISSET_S(c, size, (cpu_set_t *)set))
+            CPU_SET_S((size_t)idx[c % (size_t)n], size, (cpu_set_t *)out);
+    memcpy(set, out, size);
+}
 
 void cb_numa_store_thread(void)
 {
@@ -108,5 +145,5 @@ void cb_numa_store_thread(void)
         return;
     cpu_set_t others = node_cpus;
     CPU_CLR(comm_cpu, &others);
-    if (CPU_COUNT(&others) && sched_setaffinity(0, sizeof others, &others)) {}
+    if (CPU_COUNT(&others) && cb_setaffinity(0, sizeof others, &others)) {}
 }

@@ -500,10 +500,16 @@ static int top_run(cb_thr_t *thr, bool done, int op, uint64_t c, uint64_t d, con
             return ERANGE;
         rc = top_comm(k, out, false);
         break;
-    case TOP_SETAFFINITY:
-        if (sched_setaffinity(k, inlen, in))
+    case TOP_SETAFFINITY: {
+        uint8_t set[CPU_ALLOC_SIZE(4096)];
+        if (inlen > sizeof set)
+            return EINVAL;
+        memcpy(set, in, inlen);
+        cb_cpus_fold(set, inlen); /* the program counts the cluster's CPUs */
+        if (cb_setaffinity(k, inlen, (cpu_set_t *)set))
             rc = errno;
         break;
+    }
     case TOP_GETAFFINITY: {
         long n = syscall(SYS_sched_getaffinity, k, outlen, out);
         if (n < 0)

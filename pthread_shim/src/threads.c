@@ -343,6 +343,18 @@ long sysconf(int name)
     return REAL(sysconf)(name);
 }
 
+/* A thread pinning itself: the CPUs it names are the cluster's, folded
+ * onto its node's (cb_cpus_fold) */
+int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+    if (!cb_app_thread || (pid != 0 && pid != gettid()) || size > CPU_ALLOC_SIZE(4096))
+        return REAL(sched_setaffinity)(pid, size, set);
+    uint8_t copy[CPU_ALLOC_SIZE(4096)];
+    memcpy(copy, set, size);
+    cb_cpus_fold(copy, size);
+    return REAL(sched_setaffinity)(pid, size, (cpu_set_t *)copy);
+}
+
 int get_nprocs(void) { return cb_app_thread ? cables_cpu_count() : REAL(get_nprocs)(); }
 
 int get_nprocs_conf(void) { return cb_app_thread ? cables_cpu_count() : REAL(get_nprocs_conf)(); }
