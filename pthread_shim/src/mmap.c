@@ -83,6 +83,14 @@ static struct map *find(struct maps *t, uintptr_t a)
     return NULL;
 }
 
+/* the part [*lo, *hi) of m's live range within [a, e): false if none */
+static bool overlap(const struct map *m, uintptr_t a, uintptr_t e, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = a > m->lo ? a : m->lo;
+    *hi = e < m->hi ? e : m->hi;
+    return *lo < *hi;
+}
+
 static bool add(struct maps *t, const struct map *m)
 {
     if (t->n == t->cap) {
@@ -292,10 +300,9 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
         done(was, err);
         return err ? MAP_FAILED : addr;
     }
-    if (!cb_app_thread || fixed || !maps() || (prot & PROT_EXEC) || (flags & MAP_32BIT) ||
-        (file && (fd == 1 || fd == 2 || shim_local_fd(fd))))
-        return cb.self == 0 || !file || fixed || fd == 1 || fd == 2 || shim_local_fd(fd) ||
-                       !cb_app_thread
+    bool node_fd = file && (fd == 1 || fd == 2 || shim_local_fd(fd)); /* this node's own */
+    if (!cb_app_thread || fixed || !maps() || (prot & PROT_EXEC) || (flags & MAP_32BIT) || node_fd)
+        return cb.self == 0 || !file || fixed || node_fd || !cb_app_thread
                    ? REAL(mmap)(addr, len, prot, flags, fd, off)
                    : fail(ENOTSUP); /* the master's descriptor: not this node's */
     if (len == 0 || len > SIZE_MAX / 2 || (file && (off < 0 || (size_t)off % cb.ps)))
@@ -320,8 +327,8 @@ int munmap(void *addr, size_t len)
     cables_lock(&t->lock);
     for (uint32_t i = 0; i < t->n;) {
         struct map *m = &t->tab[i];
-        uintptr_t lo = a > m->lo ? a : m->lo, hi = e < m->hi ? e : m->hi;
-        if (lo >= hi) {
+        uintptr_t lo, hi;
+        if (!overlap(m, a, e, &lo, &hi)) {
             i++;
             continue;
         }
@@ -436,10 +443,9 @@ int madvise(void *addr, size_t len, int advice)
         return done(was, err);
     cables_lock(&t->lock);
     for (uint32_t i = 0; i < t->n && !err; i++) {
-        struct map *m = &t->tab[i];
-        uintptr_t lo = a > m->lo ? a : m->lo, hi = e < m->hi ? e : m->hi;
-        if (lo < hi && !m->shared)
-            err = refill(m, lo, hi);
+        uintptr_t lo, hi;
+        if (overlap(&t->tab[i], a, e, &lo, &hi) && !t->tab[i].shared)
+            err = refill(&t->tab[i], lo, hi);
     }
     cables_unlock(&t->lock);
     return done(was, err);
@@ -459,10 +465,9 @@ int msync(void *addr, size_t len, int flags)
         return done(was, err);
     cables_lock(&t->lock);
     for (uint32_t i = 0; i < t->n && !err; i++) {
-        struct map *m = &t->tab[i];
-        uintptr_t lo = a > m->lo ? a : m->lo, hi = e < m->hi ? e : m->hi;
-        if (lo < hi)
-            err = write_back(m, lo, hi);
+        uintptr_t lo, hi;
+        if (overlap(&t->tab[i], a, e, &lo, &hi))
+            err = write_back(&t->tab[i], lo, hi);
     }
     cables_unlock(&t->lock);
     return done(was, err);
