@@ -303,7 +303,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_DETACH: cb_on_detach(m); break;
     case M_CANCEL: cb_on_cancel(m); break;
     case M_THREAD_OP: cb_on_thread_op(m, p, len); break;
-    case M_SIGACTION: cb_on_sigaction(m, p, len); break;
+    case M_PROC: cb_on_proc(m, p, len); break;
     case M_RSYS: cb_on_rsys(m, p, len); break;
     case M_KEY: cb_on_key(m); break;
     case M_HEAP_FREE: cb_on_heap_free(m, p, len); break;

@@ -136,7 +136,7 @@ enum cb_msg_type {
     M_CLAIM, M_CLAIM_REPLY,
     M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_REVOKE, M_REVOKE_ACK,
-    M_THREAD_OP, M_SIGACTION, M_RSYS,
+    M_THREAD_OP, M_PROC, M_RSYS,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -453,13 +453,26 @@ long cb_rsys(cb_rsys_t *r);
 /* the shim's operations, made at the master (set by the shim) */
 extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
 void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);
-/* Signal dispositions are the process's, so every node process's (the
- * shim's sigaction; thread.c): an application thread's, made here, is made
- * on every other node up (act: a struct sigaction); the master keeps the
- * last of each signal and gives them to each node attached later (replay). */
+/* What a process has once, so every node process alike (proc.c).  Signal
+ * dispositions: an application thread's sigaction, made here, is made on
+ * every other node up (act: a struct sigaction).  The working directory,
+ * the file mode mask and the environment: a change is made at the master
+ * (cb_proc_change, called there: the shim sends another node's there),
+ * then on every other node, before it returns.  The master keeps the
+ * current ones and gives them to each node attached later (replay). */
+enum { CB_PROC_CHDIR,    /* s1: the path */
+       CB_PROC_FCHDIR,   /* arg: the master's descriptor */
+       CB_PROC_UMASK,    /* arg: the mask; *old: the one before */
+       CB_PROC_SETENV,   /* s1 = s2, arg: overwrite */
+       CB_PROC_UNSETENV, /* s1 */
+       CB_PROC_PUTENV,   /* s1: "name=value" (the program's string, kept) or "name" */
+       CB_PROC_CLEARENV };
+/* 0 or an error number; ENOTSUP on a node other than the master */
+int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
 void cb_sig_share(int sig, const void *act);
-void cb_sig_replay(int node);
-void cb_on_sigaction(const cb_msg_t *m, const void *p, size_t len);
+void cb_proc_init(void);
+void cb_proc_replay(int node);
+void cb_on_proc(const cb_msg_t *m, const void *p, size_t len);
 /* Operations on a thread by its id, made on its node on its kernel thread
  * (thread.c; the shim's pthread_kill, pthread_setname_np...): each returns
  * 0 or an error number.  out (outlen bytes) receives what a TOP_GET* gives

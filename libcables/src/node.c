@@ -320,6 +320,7 @@ void cb_node_start(int *argc, char ***argv)
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK"), *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     cb_numa_place(lr ? atoi(lr) : 0, lr && ls ? atoi(ls) : 1);
     cb_store_init();
+    cb_proc_init();
     cb_comm_start();
     cb.pids[cb.self] = getpid();
     gethostname(cb.hosts[cb.self], sizeof cb.hosts[0] - 1);
@@ -386,7 +387,7 @@ static void attach_done(int k)
     hello_req[k] = NULL;
     STAT_ADD(nodes_attached, 1);
     STAT_ADD(attach_ns, cb_now_ns() - attach_t0[k]);
-    cb_sig_replay(k); /* after the table, before its threads */
+    cb_proc_replay(k); /* after the table, before its threads */
     cb_place_attached(k, true);
 }
 

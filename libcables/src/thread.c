@@ -619,65 +619,6 @@ int cb_thread_op(uint64_t tid, int op, uint64_t c, uint64_t d, const void *in, s
     return rc;
 }
 
-/* ---- signal dispositions (cb_sig_share) ---- */
-static cb_mutex_t sig_mu = CB_MUTEX_INIT;
-static struct sigaction sig_tab[NSIG]; /* master: the last of each signal */
-static uint64_t sig_kept;              /* master: bit s - 1: sig_tab[s] holds one */
-
-static int sig_apply(int sig, const struct sigaction *act)
-{
-    static int (*real)(int, const struct sigaction *, struct sigaction *);
-    if (!real)
-        real = (int (*)(int, const struct sigaction *, struct sigaction *))cb_libc("sigaction");
-    if (cb.self == 0) {
-        cb_mutex_lock(&sig_mu);
-        sig_tab[sig] = *act;
-        sig_kept |= 1ull << (sig - 1);
-        cb_mutex_unlock(&sig_mu);
-    }
-    return real(sig, act, NULL) ? errno : 0;
-}
-
-void cb_sig_share(int sig, const void *act)
-{
-    if (sig <= 0 || sig >= NSIG || atomic_load(&cb.stopping))
-        return;
-    if (cb.self == 0)
-        sig_apply(sig, act); /* made here already: kept for the nodes to come */
-    for (int k = 0; k < atomic_load(&cb.nnodes); k++)
-        if (k != cb.self && cb_node_up(k)) {
-            cb_msg_t m = { .type = M_SIGACTION, .a = (uint64_t)sig };
-            cb_waiter_t *w = cb_waiter_new();
-            cb_call(k, &m, act, sizeof(struct sigaction), w);
-            cb_waiter_free(w);
-        }
-}
-
-/* master, comm thread: node k was attached (its table sent) */
-void cb_sig_replay(int k)
-{
-    cb_mutex_lock(&sig_mu);
-    for (int s = 1; s < NSIG; s++)
-        if (sig_kept >> (s - 1) & 1) {
-            cb_msg_t m = { .type = M_SIGACTION, .a = (uint64_t)s };
-            cb_send(k, &m, &sig_tab[s], sizeof sig_tab[s], false);
-        }
-    cb_mutex_unlock(&sig_mu);
-}
-
-/* M_SIGACTION a=signal, payload: its struct sigaction; answered (rc) if
- * asked with a waiter (cb_sig_share), not when replayed */
-void cb_on_sigaction(const cb_msg_t *m, const void *p, size_t len)
-{
-    struct sigaction act;
-    if (len != sizeof act || m->a == 0 || m->a >= NSIG)
-        cb_die("node %d: malformed signal disposition from node %d", cb.self, m->src);
-    memcpy(&act, p, sizeof act);
-    int rc = sig_apply((int)m->a, &act);
-    if (m->waiter)
-        reply_rc(m, rc);
-}
-
 /* ---- the master's key table (pthread keys): a key is its index, never
  * reused; its destructor is a function address, the same on every node ---- */
 void cb_on_key(const cb_msg_t *m)

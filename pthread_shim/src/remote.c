@@ -616,7 +616,7 @@ enum {
     RS_FOPEN = CB_RSYS_LIB, RS_FDOPEN, RS_FREOPEN, RS_TMPFILE, RS_POPEN, RS_PCLOSE, RS_FCLOSE,
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
-    RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT,
+    RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC,
 };
 
 static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
@@ -952,6 +952,21 @@ int on_exit(void (*fn)(int, void *), void *arg)
 /* exit() of an application thread of another node: the process ends at
  * the master, with this status, its handlers run once there (start.c).
  * Returns only if the master could not be asked. */
+int shim_rs_proc(int op, int64_t arg, const char *s1, const char *s2, int64_t *old)
+{
+    int64_t o = 0;
+    cb_rsys_t r = rq(RS_PROC, op, arg, P(s1), P(s2), P(&o), 0);
+    if (s1)
+        with_path(&r, 2);
+    if (s2)
+        with_path(&r, 3);
+    with(&r, 4, RSYS_OUT, sizeof o);
+    int rc = cb_rsys(&r) ? errno : 0;
+    if (old)
+        *old = o;
+    return rc;
+}
+
 void cb_exit_at_master(int status)
 {
     cb_rsys_t r = rq(RS_EXIT, status, 0, 0, 0, 0, 0);
@@ -993,6 +1008,10 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     if (op == RS_CXA_ATEXIT)
         return REAL(__cxa_atexit)((void (*)(void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1],
                                   (void *)(uintptr_t)a[2]) ? (*err = ENOMEM, -1) : 0;
+    if (op == RS_PROC) /* a process change (process.c) */
+        return (*err = cb_proc_change((int)a[0], a[1], (const char *)(uintptr_t)a[2],
+                                      (const char *)(uintptr_t)a[3], (int64_t *)(uintptr_t)a[4]))
+                   ? -1 : 0;
     if (op == RS_ON_EXIT)
         return REAL(on_exit)((void (*)(int, void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1])
                    ? (*err = ENOMEM, -1) : 0;

@@ -124,7 +124,7 @@ std::vector<PosixCase> posix_cases()
 {
     std::vector<PosixCase> v;
     for (const char *t : { "shm", "tcp" })
-        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand" })
+        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand", "process" })
             v.push_back({ t, n });
     return v;
 }
@@ -153,6 +153,32 @@ TEST_P(PosixOneNode, PassesOnOneNode)
 }
 
 INSTANTIATE_TEST_SUITE_P(Local, PosixOneNode, ::testing::Values("barrier", "cond", "threads", "mmaps"));
+
+// The working directory, the file mode mask and the environment are the
+// process's (pthread_shim/src/process.c, libcables/src/proc.c): with one
+// thread a node, each of tests/posix/process's threads runs on a node
+// attached after main changed them (given them at its attach), and the
+// changes a thread makes reach main and the nodes attached after.  With the
+// library before, 42 of its checks failed at 2 nodes (a thread of node 1
+// found the launch directory, mode 0755 and none of main's variables).
+class ProcessState : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ProcessState, NodesAttachedLaterFollowMainsChanges)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = native_result("tests/posix/process", {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(1, GetParam(), relinked("tests/posix/process"), {},
+                              { { "CABLES_STATS", "1" }, { "CABLES_THREADS_PER_NODE", "1" } },
+                              { "-m", "4" }, 120);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+    EXPECT_GE(mn::node_stat(res.output, 0, "nodes attached="), 3) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, ProcessState, ::testing::Values("shm", "tcp"));
 
 // libc's random number generators follow main's seed on every node, each
 // node drawing numbers of its own (pthread_shim/src/rand.c): at 4 nodes the

@@ -1,0 +1,157 @@
+/* process: the working directory, the file mode mask and the environment
+ * are the process's.  Main makes a directory, moves into it, sets its mask
+ * to 077 and some variables (setenv, putenv, one set then unset); threads
+ * (on as many nodes as there are) then find them: relative paths (getcwd,
+ * access, stat, mkdir, fopen, realpath, opendir), the modes of what they
+ * make, getenv.  A thread changes each in turn (chdir, umask, setenv,
+ * unsetenv, putenv), and main after joining it, and a thread after that,
+ * find its changes.  RESULT ok=1 checks=N (check.h) */
+#include <dirent.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "check.h"
+
+#define LOOKERS 3
+
+static char dir[PATH_MAX], sub[PATH_MAX + 8];
+
+static int same(const char *got, const char *want) { return got && !strcmp(got, want); }
+
+static int cwd_is(const char *want)
+{
+    char buf[PATH_MAX];
+    return getcwd(buf, sizeof buf) && !strcmp(buf, want);
+}
+
+static int mode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) ? -1 : (int)(st.st_mode & 0777);
+}
+
+static void *look(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    char name[32], want[PATH_MAX + 16];
+    CHECK("look_getcwd", cwd_is(dir));
+    CHECK_EQ("look_access", access("marker", R_OK), 0);
+    struct stat st;
+    CHECK_EQ("look_stat", stat("marker", &st), 0);
+    CHECK_EQ("look_stat_size", st.st_size, 5);
+    snprintf(name, sizeof name, "d%d", i);
+    CHECK_EQ("look_mkdir", mkdir(name, 0777), 0);
+    CHECK_EQ("look_mkdir_mode", mode_of(name), 0700);
+    snprintf(name, sizeof name, "f%d", i);
+    FILE *f = fopen(name, "w");
+    CHECK("look_fopen", f != NULL);
+    if (f)
+        fclose(f);
+    CHECK_EQ("look_fopen_mode", mode_of(name), 0600);
+    char *rp = realpath("marker", NULL);
+    snprintf(want, sizeof want, "%s/marker", dir);
+    CHECK("look_realpath", same(rp, want));
+    free(rp);
+    DIR *d = opendir(".");
+    int seen = 0;
+    CHECK("look_opendir", d != NULL);
+    for (struct dirent *e; d && (e = readdir(d));)
+        seen += !strcmp(e->d_name, "marker");
+    if (d)
+        closedir(d);
+    CHECK_EQ("look_readdir", seen, 1);
+    CHECK("look_setenv", same(getenv("CABLES_TEST_VAR"), "main"));
+    CHECK("look_putenv", same(getenv("CABLES_TEST_PUT"), "p1"));
+    CHECK("look_unsetenv", getenv("CABLES_TEST_GONE") == NULL);
+    return NULL;
+}
+
+static void *change(void *arg)
+{
+    (void)arg;
+    CHECK_EQ("change_chdir", chdir("d0"), 0);
+    CHECK("change_getcwd", cwd_is(sub));
+    CHECK_ERR("change_chdir_missing", chdir("no-such-dir") ? errno : 0, ENOENT);
+    CHECK_EQ("change_umask", umask(022), 077);
+    CHECK_EQ("change_setenv", setenv("CABLES_FROM_WORKER", "w", 1), 0);
+    CHECK_EQ("change_setenv_kept", setenv("CABLES_TEST_VAR", "no", 0), 0);
+    CHECK_ERR("change_setenv_bad", setenv("A=B", "x", 1) ? errno : 0, EINVAL);
+    CHECK_EQ("change_unsetenv", unsetenv("CABLES_TEST_PUT"), 0);
+    static char put[] = "CABLES_PUT_WORKER=pw";
+    CHECK_EQ("change_putenv", putenv(put), 0);
+    CHECK("change_getenv", same(getenv("CABLES_FROM_WORKER"), "w"));
+    return NULL;
+}
+
+static void *after(void *arg)
+{
+    (void)arg;
+    CHECK("after_getcwd", cwd_is(sub));
+    CHECK_EQ("after_mkdir", mkdir("e", 0777), 0);
+    CHECK_EQ("after_mkdir_mode", mode_of("e"), 0755);
+    CHECK_EQ("after_access_parent", access("../marker", F_OK), 0);
+    CHECK("after_setenv", same(getenv("CABLES_FROM_WORKER"), "w"));
+    CHECK("after_setenv_kept", same(getenv("CABLES_TEST_VAR"), "main"));
+    CHECK("after_unsetenv", getenv("CABLES_TEST_PUT") == NULL);
+    CHECK("after_putenv", same(getenv("CABLES_PUT_WORKER"), "pw"));
+    return NULL;
+}
+
+static void run(void *(*fn)(void *), int n)
+{
+    pthread_t t[LOOKERS];
+    for (int i = 0; i < n; i++)
+        CHECK_EQ("create", pthread_create(&t[i], NULL, fn, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ("join", pthread_join(t[i], NULL), 0);
+}
+
+int main(void)
+{
+    check_start();
+    char tmpl[] = "/tmp/cables-process-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    CHECK_EQ("main_chdir", chdir(tmpl), 0);
+    CHECK("main_getcwd", getcwd(dir, sizeof dir) != NULL);
+    snprintf(sub, sizeof sub, "%s/d0", dir);
+    FILE *f = fopen("marker", "w");
+    CHECK("main_fopen", f != NULL);
+    if (f) {
+        fputs("hello", f);
+        fclose(f);
+    }
+    umask(077);
+    CHECK_EQ("main_setenv", setenv("CABLES_TEST_VAR", "main", 1), 0);
+    static char put[] = "CABLES_TEST_PUT=p1";
+    CHECK_EQ("main_putenv", putenv(put), 0);
+    CHECK_EQ("main_setenv_gone", setenv("CABLES_TEST_GONE", "x", 1), 0);
+    CHECK_EQ("main_unsetenv", unsetenv("CABLES_TEST_GONE"), 0);
+
+    run(look, LOOKERS);
+    run(change, 1);
+    CHECK("main_getcwd_changed", cwd_is(sub));
+    CHECK_EQ("main_umask_changed", umask(022), 022);
+    CHECK("main_setenv_changed", same(getenv("CABLES_FROM_WORKER"), "w"));
+    CHECK("main_setenv_kept", same(getenv("CABLES_TEST_VAR"), "main"));
+    CHECK("main_unsetenv_changed", getenv("CABLES_TEST_PUT") == NULL);
+    CHECK("main_putenv_changed", same(getenv("CABLES_PUT_WORKER"), "pw"));
+    run(after, 1);
+
+    /* what was made, removed */
+    CHECK_EQ("rm_e", rmdir("e"), 0);
+    CHECK_EQ("main_chdir_back", chdir(".."), 0);
+    char name[32];
+    for (int i = 0; i < LOOKERS; i++) {
+        snprintf(name, sizeof name, "d%d", i);
+        CHECK_EQ("rm_dir", rmdir(name), 0);
+        snprintf(name, sizeof name, "f%d", i);
+        CHECK_EQ("rm_file", unlink(name), 0);
+    }
+    CHECK_EQ("rm_marker", unlink("marker"), 0);
+    CHECK_EQ("rm_tmp", rmdir(dir), 0);
+    return check_finish();
+}
