@@ -8,6 +8,10 @@
  * they changed the calling node only: after main's chdir, a thread on
  * another node opened its relative paths where the program started.
  *
+ * The process id is the master's: getpid called by the program's own code
+ * on another node gives main's (a libc, UCX or runtime call there gets the
+ * node's: theirs describe the node process).
+ *
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
 #include <errno.h>
@@ -123,4 +127,13 @@ int clearenv(void)
     if (!shared_change())
         return REAL(clearenv)();
     return change(CB_PROC_CLEARENV, 0, NULL, NULL, NULL);
+}
+
+/* the program's code (its image: statics.c), not a library's */
+pid_t getpid(void)
+{
+    uintptr_t from = (uintptr_t)__builtin_return_address(0);
+    if (cb_app_thread && cb.multi && cb.self != 0 && from - cb.image_lo < cb.image_hi - cb.image_lo)
+        return cb.pids[0];
+    return REAL(getpid)();
 }

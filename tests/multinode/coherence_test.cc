@@ -357,10 +357,13 @@ static void parked_logs_stay_small(const Cfg &c, const char *mode)
     // through a lock a worker that took it more often ends first, before
     // the others' last rounds, whose notices it never gets (68597 of 72000
     // at 4 nodes in a sanitizer run): only its own notices are certain.
+    // Collections follow the nodes' answers, which lag on a busy machine:
+    // a peak of a fifth still tells a collected log from one that is not
+    // (which keeps all it was sent); 4 nodes under load reached 12%.
     EXPECT_GE(total, 3000LL * 8 * (strcmp(mode, "locks") ? c.nodes - 1 : 1)) << res.describe();
-    EXPECT_LT(mn::get_ll(r, "kept_max") * 10, total) << res.describe();
+    EXPECT_LT(mn::get_ll(r, "kept_max") * 5, total) << res.describe();
     EXPECT_GT(mn::get_ll(r, "main_peak"), 0) << res.describe();
-    EXPECT_LT(mn::get_ll(r, "main_peak") * 10, total) << res.describe();
+    EXPECT_LT(mn::get_ll(r, "main_peak") * 5, total) << res.describe();
 }
 
 // Node 0 runs no worker: main waits in its joins for the whole run, as in

@@ -5,7 +5,8 @@
  * access, stat, mkdir, fopen, realpath, opendir), the modes of what they
  * make, getenv.  A thread changes each in turn (chdir, umask, setenv,
  * unsetenv, putenv), and main after joining it, and a thread after that,
- * find its changes.  RESULT ok=1 checks=N (check.h) */
+ * find its changes.  And the process id every thread gets is main's.
+ * RESULT ok=1 checks=N (check.h) */
 #include <dirent.h>
 #include <limits.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #define LOOKERS 3
 
 static char dir[PATH_MAX], sub[PATH_MAX + 8];
+static pid_t main_pid;
 
 static int same(const char *got, const char *want) { return got && !strcmp(got, want); }
 
@@ -64,6 +66,7 @@ static void *look(void *arg)
     CHECK("look_setenv", same(getenv("CABLES_TEST_VAR"), "main"));
     CHECK("look_putenv", same(getenv("CABLES_TEST_PUT"), "p1"));
     CHECK("look_unsetenv", getenv("CABLES_TEST_GONE") == NULL);
+    CHECK_EQ("look_getpid", getpid(), main_pid);
     return NULL;
 }
 
@@ -110,6 +113,7 @@ static void run(void *(*fn)(void *), int n)
 int main(void)
 {
     check_start();
+    main_pid = getpid();
     char tmpl[] = "/tmp/cables-process-XXXXXX";
     if (!mkdtemp(tmpl)) {
         perror("mkdtemp");
