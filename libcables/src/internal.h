@@ -456,17 +456,18 @@ void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);
 /* What a process has once, so every node process alike (proc.c).  Signal
  * dispositions: an application thread's sigaction, made here, is made on
  * every other node up (act: a struct sigaction).  The working directory,
- * the file mode mask and the environment: a change is made at the master
- * (cb_proc_change, called there: the shim sends another node's there),
- * then on every other node, before it returns.  The master keeps the
- * current ones and gives them to each node attached later (replay). */
+ * the file mode mask, the environment and the locale: a change is made at
+ * the master (cb_proc_change, called there: the shim sends another node's
+ * there), then on every other node, before it returns.  The master keeps
+ * the current ones and gives them to each node attached later (replay). */
 enum { CB_PROC_CHDIR,    /* s1: the path */
        CB_PROC_FCHDIR,   /* arg: the master's descriptor */
        CB_PROC_UMASK,    /* arg: the mask; *old: the one before */
        CB_PROC_SETENV,   /* s1 = s2, arg: overwrite */
        CB_PROC_UNSETENV, /* s1 */
        CB_PROC_PUTENV,   /* s1: "name=value" (the program's string, kept) or "name" */
-       CB_PROC_CLEARENV };
+       CB_PROC_CLEARENV,
+       CB_PROC_SETLOCALE /* arg: the category, s1: the name ("": from the environment) */ };
 /* 0 or an error number; ENOTSUP on a node other than the master */
 int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
 void cb_sig_share(int sig, const void *act);

@@ -1,6 +1,6 @@
 /* proc.c: what a process has once, so every node process alike: its signal
- * dispositions, its working directory, its file mode creation mask and its
- * environment.  The kernel and libc keep each of them per process, so a
+ * dispositions, its working directory, its file mode creation mask, its
+ * environment and its locale.  The kernel and libc keep each of them per process, so a
  * change one node makes is made on every other node up (M_PROC), and the
  * master keeps the current ones for each node attached later (replay).
  *
@@ -9,10 +9,12 @@
  * thread's call from another node there), one change at a time: each is
  * made on every node before the next, and before the call returns, so a
  * thread that learns of the change through the program's synchronization
- * finds it on its own node.  A relative path is made absolute at the master
- * (its working directory after the change). */
+ * finds it on its own node.  A relative path is sent absolute, and a locale
+ * as the master names all its categories after the change (a name from
+ * its environment resolved there). */
 #include <errno.h>
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@
 
 #include "internal.h"
 
-enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV };
+enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV, P_LOCALE };
 
 typedef struct {
     char *name, *value; /* value NULL: unset */
@@ -34,6 +36,7 @@ static cb_mutex_t rec_mu = CB_MUTEX_INIT;
 static struct sigaction sig_tab[NSIG];
 static uint64_t sig_kept; /* bit s - 1: sig_tab[s] holds one */
 static char *cwd_kept;    /* the working directory (NULL: the launch's) */
+static char *locale_kept; /* setlocale(LC_ALL, NULL) after the last change (NULL: none) */
 static int umask_kept = -1;
 static bool env_cleared;
 static env_rec_t *env_kept;
@@ -50,6 +53,7 @@ static int apply(int kind, int64_t arg, const char *s)
     static int (*set)(const char *, const char *, int);
     static int (*unset)(const char *);
     static int (*clear)(void);
+    static char *(*setloc)(int, const char *);
     switch (kind) {
     case P_SIG:
         if (!sigact)
@@ -72,15 +76,29 @@ static int apply(int kind, int64_t arg, const char *s)
         if (!clear)
             clear = (int (*)(void))cb_libc("clearenv");
         return clear() ? errno : 0;
+    case P_LOCALE:
+        if (!setloc)
+            setloc = (char *(*)(int, const char *))cb_libc("setlocale");
+        return setloc((int)arg, s) ? 0 : ENOENT;
     }
     return EINVAL;
+}
+
+/* the locale of every category, as setlocale names it */
+static const char *apply_query(void)
+{
+    static char *(*setloc)(int, const char *);
+    if (!setloc)
+        setloc = (char *(*)(int, const char *))cb_libc("setlocale");
+    return setloc(LC_ALL, NULL);
 }
 
 static const char *kind_name(int kind)
 {
     static const char *const names[] = { "a signal disposition", "the working directory",
                                          "the file mode mask", "an environment variable",
-                                         "an environment variable", "the environment" };
+                                         "an environment variable", "the environment",
+                                         "the locale" };
     return names[kind];
 }
 
@@ -97,8 +115,8 @@ static void send_all(int kind, int64_t arg, const void *p, size_t len)
             cb_waiter_free(w);
             if (rc)
                 fprintf(stderr, "cables: node %d could not follow %s of node %d%s%s: %s\n", k,
-                        kind_name(kind), cb.self, kind == P_CWD ? " to " : "",
-                        kind == P_CWD ? (const char *)p : "", strerror(rc));
+                        kind_name(kind), cb.self, kind == P_CWD || kind == P_LOCALE ? " to " : "",
+                        kind == P_CWD || kind == P_LOCALE ? (const char *)p : "", strerror(rc));
         }
 }
 
@@ -147,6 +165,10 @@ static void keep(int kind, int64_t arg, const char *s)
         cwd_kept = copy(s);
         break;
     case P_UMASK: umask_kept = (int)arg; break;
+    case P_LOCALE:
+        free(locale_kept);
+        locale_kept = copy(s);
+        break;
     case P_SETENV: env_keep(s, s + strlen(s) + 1); break;
     case P_UNSETENV: env_keep(s, NULL); break;
     case P_CLEARENV:
@@ -233,6 +255,20 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
     case CB_PROC_CLEARENV:
         rc = apply(kind, 0, NULL);
         break;
+    case CB_PROC_SETLOCALE: { /* sent as the master names it after: all categories */
+        kind = P_LOCALE;
+        const char *now;
+        if ((rc = apply(kind, arg, s1)))
+            break;
+        if (!(now = apply_query()) || !(buf = malloc(strlen(now) + 1))) {
+            rc = ENOMEM;
+            break;
+        }
+        len = strlen(now) + 1;
+        memcpy(buf, now, len);
+        arg = LC_ALL;
+        break;
+    }
     default:
         rc = EINVAL;
     }
@@ -262,6 +298,10 @@ void cb_proc_replay(int k)
     if (umask_kept >= 0) {
         cb_msg_t m = { .type = M_PROC, .a = P_UMASK, .b = (uint64_t)umask_kept };
         cb_send(k, &m, NULL, 0, false);
+    }
+    if (locale_kept) {
+        cb_msg_t m = { .type = M_PROC, .a = P_LOCALE, .b = LC_ALL };
+        cb_send(k, &m, locale_kept, strlen(locale_kept) + 1, false);
     }
     if (env_cleared) {
         cb_msg_t m = { .type = M_PROC, .a = P_CLEARENV };
@@ -299,7 +339,8 @@ void cb_on_proc(const cb_msg_t *m, const void *p, size_t len)
     bool ok = kind == P_SIG ? len == sizeof(struct sigaction) && m->b > 0 && m->b < NSIG
             : kind == P_UMASK || kind == P_CLEARENV ? len == 0
             : kind == P_SETENV ? len >= 3 && s[len - 1] == 0 && strlen(s) + 1 < len
-            : (kind == P_CWD || kind == P_UNSETENV) && len >= 2 && s[len - 1] == 0;
+            : (kind == P_CWD || kind == P_UNSETENV || kind == P_LOCALE) && len >= 2 &&
+              s[len - 1] == 0;
     if (!ok)
         cb_die("node %d: malformed process change (kind %d, %zu bytes) from node %d", cb.self,
                kind, len, m->src);

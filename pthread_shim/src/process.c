@@ -1,10 +1,12 @@
-/* process.c: the working directory, the file mode creation mask and the
- * environment are the process's, so every node process's.  An application
- * thread's chdir, fchdir, umask, setenv, unsetenv, putenv and clearenv are
+/* process.c: the working directory, the file mode creation mask, the
+ * environment and the locale are the process's, so every node process's.
+ * An application thread's chdir, fchdir, umask, setenv, unsetenv, putenv,
+ * clearenv and setlocale are
  * made at the master (from another node, as a remote call), then on every
  * other node up, before they return (libcables/src/proc.c).  So a relative
- * path, a file's mode and getenv give a thread on any node what they give
- * main, also inside libc (realpath, glob, scandir, popen's shell).  Before,
+ * path, a file's mode, getenv, and the character set and number formats
+ * of libc's conversions give a thread on any node what they give main, also
+ * inside libc (realpath, glob, scandir).  Before,
  * they changed the calling node only: after main's chdir, a thread on
  * another node opened its relative paths where the program started.
  *
@@ -15,6 +17,7 @@
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
 #include <errno.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -127,6 +130,16 @@ int clearenv(void)
     if (!shared_change())
         return REAL(clearenv)();
     return change(CB_PROC_CLEARENV, 0, NULL, NULL, NULL);
+}
+
+/* A query (NULL) is the node's, the same as the master's. */
+char *setlocale(int category, const char *locale)
+{
+    if (!shared_change() || !locale)
+        return REAL(setlocale)(category, locale);
+    if (change(CB_PROC_SETLOCALE, category, locale, NULL, NULL))
+        return NULL;
+    return REAL(setlocale)(category, NULL);
 }
 
 /* the program's code (its image: statics.c), not a library's */

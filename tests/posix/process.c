@@ -5,9 +5,11 @@
  * access, stat, mkdir, fopen, realpath, opendir), the modes of what they
  * make, getenv.  A thread changes each in turn (chdir, umask, setenv,
  * unsetenv, putenv), and main after joining it, and a thread after that,
- * find its changes.  And the process id every thread gets is main's.
+ * find its changes.  The same for the locale (setlocale: mbstowcs of
+ * UTF-8), and the process id every thread gets is main's.
  * RESULT ok=1 checks=N (check.h) */
 #include <dirent.h>
+#include <locale.h>
 #include <limits.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -67,6 +69,10 @@ static void *look(void *arg)
     CHECK("look_putenv", same(getenv("CABLES_TEST_PUT"), "p1"));
     CHECK("look_unsetenv", getenv("CABLES_TEST_GONE") == NULL);
     CHECK_EQ("look_getpid", getpid(), main_pid);
+    CHECK("look_locale", same(setlocale(LC_CTYPE, NULL), "C.UTF-8"));
+    CHECK("look_locale_numeric", same(setlocale(LC_NUMERIC, NULL), "C"));
+    wchar_t wide[4];
+    CHECK_EQ("look_mbstowcs", (long)mbstowcs(wide, "\xc3\xa9t\xc3\xa9", 4), 3);
     return NULL;
 }
 
@@ -84,6 +90,8 @@ static void *change(void *arg)
     static char put[] = "CABLES_PUT_WORKER=pw";
     CHECK_EQ("change_putenv", putenv(put), 0);
     CHECK("change_getenv", same(getenv("CABLES_FROM_WORKER"), "w"));
+    CHECK("change_setlocale", setlocale(LC_NUMERIC, "C.UTF-8") != NULL);
+    CHECK("change_setlocale_bad", setlocale(LC_ALL, "no_such_locale.x") == NULL);
     return NULL;
 }
 
@@ -98,6 +106,8 @@ static void *after(void *arg)
     CHECK("after_setenv_kept", same(getenv("CABLES_TEST_VAR"), "main"));
     CHECK("after_unsetenv", getenv("CABLES_TEST_PUT") == NULL);
     CHECK("after_putenv", same(getenv("CABLES_PUT_WORKER"), "pw"));
+    CHECK("after_locale", same(setlocale(LC_NUMERIC, NULL), "C.UTF-8"));
+    CHECK("after_locale_kept", same(setlocale(LC_CTYPE, NULL), "C.UTF-8"));
     return NULL;
 }
 
@@ -129,6 +139,7 @@ int main(void)
         fclose(f);
     }
     umask(077);
+    CHECK("main_setlocale", same(setlocale(LC_CTYPE, "C.UTF-8"), "C.UTF-8"));
     CHECK_EQ("main_setenv", setenv("CABLES_TEST_VAR", "main", 1), 0);
     static char put[] = "CABLES_TEST_PUT=p1";
     CHECK_EQ("main_putenv", putenv(put), 0);
@@ -143,7 +154,9 @@ int main(void)
     CHECK("main_setenv_kept", same(getenv("CABLES_TEST_VAR"), "main"));
     CHECK("main_unsetenv_changed", getenv("CABLES_TEST_PUT") == NULL);
     CHECK("main_putenv_changed", same(getenv("CABLES_PUT_WORKER"), "pw"));
+    CHECK("main_locale_changed", same(setlocale(LC_NUMERIC, NULL), "C.UTF-8"));
     run(after, 1);
+    CHECK("main_setlocale_back", same(setlocale(LC_ALL, "C"), "C"));
 
     /* what was made, removed */
     CHECK_EQ("rm_e", rmdir("e"), 0);
