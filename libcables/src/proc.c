@@ -13,6 +13,7 @@
  * as the master names all its categories after the change (a name from
  * its environment resolved there). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
 #include <signal.h>
@@ -47,50 +48,27 @@ static cb_mutex_t change_mu = CB_MUTEX_INIT;
 
 /* ---- a change, made here ---- */
 
+/* libc's, past the shim's (looked up at the start, not on the
+ * communication thread) */
+static int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*libc_setenv)(const char *, const char *, int);
+static int (*libc_unsetenv)(const char *);
+static int (*libc_clearenv)(void);
+static int (*libc_putenv)(char *);
+static char *(*libc_setlocale)(int, const char *);
+
 static int apply(int kind, int64_t arg, const char *s)
 {
-    static int (*sigact)(int, const struct sigaction *, struct sigaction *);
-    static int (*set)(const char *, const char *, int);
-    static int (*unset)(const char *);
-    static int (*clear)(void);
-    static char *(*setloc)(int, const char *);
     switch (kind) {
-    case P_SIG:
-        if (!sigact)
-            sigact = (int (*)(int, const struct sigaction *, struct sigaction *))cb_libc("sigaction");
-        return sigact((int)arg, (const struct sigaction *)(const void *)s, NULL) ? errno : 0;
-    case P_CWD:
-        return syscall(SYS_chdir, s) ? errno : 0;
-    case P_UMASK:
-        syscall(SYS_umask, (mode_t)arg);
-        return 0;
-    case P_SETENV:
-        if (!set)
-            set = (int (*)(const char *, const char *, int))cb_libc("setenv");
-        return set(s, s + strlen(s) + 1, 1) ? errno : 0;
-    case P_UNSETENV:
-        if (!unset)
-            unset = (int (*)(const char *))cb_libc("unsetenv");
-        return unset(s) ? errno : 0;
-    case P_CLEARENV:
-        if (!clear)
-            clear = (int (*)(void))cb_libc("clearenv");
-        return clear() ? errno : 0;
-    case P_LOCALE:
-        if (!setloc)
-            setloc = (char *(*)(int, const char *))cb_libc("setlocale");
-        return setloc((int)arg, s) ? 0 : ENOENT;
+    case P_SIG: return libc_sigaction((int)arg, (const struct sigaction *)(const void *)s, NULL) ? errno : 0;
+    case P_CWD: return syscall(SYS_chdir, s) ? errno : 0;
+    case P_UMASK: syscall(SYS_umask, (mode_t)arg); return 0;
+    case P_SETENV: return libc_setenv(s, s + strlen(s) + 1, 1) ? errno : 0;
+    case P_UNSETENV: return libc_unsetenv(s) ? errno : 0;
+    case P_CLEARENV: return libc_clearenv() ? errno : 0;
+    case P_LOCALE: return libc_setlocale((int)arg, s) ? 0 : ENOENT;
     }
     return EINVAL;
-}
-
-/* the locale of every category, as setlocale names it */
-static const char *apply_query(void)
-{
-    static char *(*setloc)(int, const char *);
-    if (!setloc)
-        setloc = (char *(*)(int, const char *))cb_libc("setlocale");
-    return setloc(LC_ALL, NULL);
 }
 
 static const char *kind_name(int kind)
@@ -102,22 +80,36 @@ static const char *kind_name(int kind)
     return names[kind];
 }
 
-/* made on every other node up, each acknowledging; a node that could not
- * (a directory its file system lacks) is named, once per change */
+/* made on every other node up, each acknowledging (all asked, then each
+ * answer awaited); a node that could not (a directory its file system
+ * lacks) is named.  A node that leaves meanwhile may never answer: its
+ * waiter is then left to the late answer. */
 static void send_all(int kind, int64_t arg, const void *p, size_t len)
 {
-    for (int k = 0; k < atomic_load(&cb.nnodes); k++)
-        if (k != cb.self && cb_node_up(k)) {
+    cb_waiter_t *w[CB_MAX_NODES] = { 0 };
+    int n = atomic_load(&cb.nnodes);
+    for (int k = 0; k < n; k++)
+        if (k != cb.self && cb_node_open(k)) {
             cb_msg_t m = { .type = M_PROC, .a = (uint64_t)kind, .b = (uint64_t)arg };
-            cb_waiter_t *w = cb_waiter_new();
-            cb_call(k, &m, p, len, w);
-            int rc = (int)w->value;
-            cb_waiter_free(w);
-            if (rc)
-                fprintf(stderr, "cables: node %d could not follow %s of node %d%s%s: %s\n", k,
-                        kind_name(kind), cb.self, kind == P_CWD || kind == P_LOCALE ? " to " : "",
-                        kind == P_CWD || kind == P_LOCALE ? (const char *)p : "", strerror(rc));
+            w[k] = cb_waiter_new();
+            cb_call_post(k, &m, p, len, w[k]);
         }
+    for (int k = 0; k < n; k++) {
+        if (!w[k])
+            continue;
+        bool done;
+        while (!(done = cb_waiter_wait_until(w[k], cb_now_ns() + 100000000ull)) &&
+               cb_node_open(k) && !atomic_load(&cb.stopping))
+            ;
+        if (!done)
+            continue;
+        int rc = (int)w[k]->value;
+        cb_waiter_free(w[k]);
+        if (rc)
+            fprintf(stderr, "cables: node %d could not follow a change of %s%s%s: %s\n", k,
+                    kind_name(kind), kind == P_CWD || kind == P_LOCALE ? " to " : "",
+                    kind == P_CWD || kind == P_LOCALE ? (const char *)p : "", strerror(rc));
+    }
 }
 
 /* a private copy (libc's strdup would take the shim's malloc) */
@@ -207,7 +199,6 @@ static char *env_payload(const char *name, size_t n, const char *value, size_t *
 
 int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old)
 {
-    static int (*put)(char *);
     if (cb.self != 0)
         return ENOTSUP;
     char *buf = NULL;
@@ -217,17 +208,25 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
     cb_mutex_lock(&change_mu);
     switch (op) {
     case CB_PROC_CHDIR:
-    case CB_PROC_FCHDIR: /* the directory as the master names it */
+    case CB_PROC_FCHDIR: { /* the directory as the master names it; if it
+                            * cannot be named, the call fails where it was */
         kind = P_CWD;
-        if (op == CB_PROC_CHDIR ? syscall(SYS_chdir, s1) : syscall(SYS_fchdir, (int)arg))
-            rc = errno;
-        else if (!(buf = malloc(PATH_MAX)))
+        int back = (int)syscall(SYS_openat, AT_FDCWD, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (!(buf = malloc(PATH_MAX)))
             rc = ENOMEM;
-        else if (syscall(SYS_getcwd, buf, PATH_MAX) < 0)
+        else if (op == CB_PROC_CHDIR ? syscall(SYS_chdir, s1) : syscall(SYS_fchdir, (int)arg))
             rc = errno;
-        else
+        else if (syscall(SYS_getcwd, buf, PATH_MAX) < 0) {
+            rc = errno;
+            if (back >= 0)
+                syscall(SYS_fchdir, back);
+        } else {
             len = strlen(buf) + 1;
+        }
+        if (back >= 0)
+            syscall(SYS_close, back);
         break;
+    }
     case CB_PROC_UMASK:
         kind = P_UMASK;
         arg &= 0777;
@@ -241,10 +240,10 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
         if (!(buf = env_payload(s1, eq ? (size_t)(eq - s1) : strlen(s1),
                                 kind == P_UNSETENV ? NULL : eq ? eq + 1 : s2, &len))) {
             rc = ENOMEM;
+        } else if (!buf[0]) { /* no name: the shim keeps those to the node */
+            rc = EINVAL;
         } else if (op == CB_PROC_PUTENV) {
-            if (!put)
-                put = (int (*)(char *))cb_libc("putenv");
-            rc = put((char *)s1) ? errno : 0;
+            rc = libc_putenv((char *)s1) ? errno : 0;
         } else if (op == CB_PROC_SETENV && arg == 0 && getenv(buf)) {
             changed = false; /* not overwritten */
         } else {
@@ -260,7 +259,7 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
         const char *now;
         if ((rc = apply(kind, arg, s1)))
             break;
-        if (!(now = apply_query()) || !(buf = malloc(strlen(now) + 1))) {
+        if (!(now = libc_setlocale(LC_ALL, NULL)) || !(buf = malloc(strlen(now) + 1))) {
             rc = ENOMEM;
             break;
         }
@@ -321,13 +320,27 @@ void cb_proc_replay(int k)
     cb_mutex_unlock(&rec_mu);
 }
 
-/* master, at its start: its working directory, which a node attached later
- * (started by MPI_Comm_spawn, in the launcher's) takes */
+/* at the start: libc's functions; at the master, its working directory and
+ * mask, which a node attached later (started by MPI_Comm_spawn) takes */
 void cb_proc_init(void)
 {
+    libc_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))cb_libc("sigaction");
+    libc_setenv = (int (*)(const char *, const char *, int))cb_libc("setenv");
+    libc_unsetenv = (int (*)(const char *))cb_libc("unsetenv");
+    libc_clearenv = (int (*)(void))cb_libc("clearenv");
+    libc_putenv = (int (*)(char *))cb_libc("putenv");
+    libc_setlocale = (char *(*)(int, const char *))cb_libc("setlocale");
+    if (!libc_sigaction || !libc_setenv || !libc_unsetenv || !libc_clearenv || !libc_putenv ||
+        !libc_setlocale)
+        cb_die("cannot find libc's sigaction, setenv, unsetenv, clearenv, putenv or setlocale");
+    if (cb.self != 0)
+        return;
     char buf[PATH_MAX];
-    if (cb.self == 0 && syscall(SYS_getcwd, buf, sizeof buf) > 0)
+    if (syscall(SYS_getcwd, buf, sizeof buf) > 0)
         keep(P_CWD, 0, buf);
+    mode_t m = (mode_t)syscall(SYS_umask, 022); /* read, and put back */
+    syscall(SYS_umask, m);
+    keep(P_UMASK, m, NULL);
 }
 
 /* M_PROC a=kind, b=its scalar, payload: its bytes; answered (the error

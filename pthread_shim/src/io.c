@@ -51,6 +51,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <sys/syscall.h>
 #include <sys/times.h>
 #include <sys/uio.h>
@@ -447,6 +448,32 @@ int remove(const char *path)
     if (!path_ours(path))
         return LIBC(remove)(path);
     return RETRY(PATH(path), LIBC(remove)(path));
+}
+
+/* A directory stream is the node's own, as its descriptor (libc opens it
+ * past the shim, in the process's working directory: process.c): marked
+ * so, calls on dirfd() (fstat, openat, fchdir) are made here, not at the
+ * master on a descriptor of that number.  opendir fails with EFAULT. */
+DIR *opendir(const char *path)
+{
+    DIR *d = NULL;
+    for (int t = 0; t < TRIES && !d; t++) {
+        if (path_ours(path))
+            PATH(path);
+        d = LIBC(opendir)(path);
+        if (!d && errno != EFAULT)
+            break;
+    }
+    if (d && shim_remote_fd(-1))
+        shim_local_opened(dirfd(d));
+    return d;
+}
+
+int closedir(DIR *d)
+{
+    if (cb_app_thread)
+        shim_local_closed(dirfd(d));
+    return LIBC(closedir)(d);
 }
 
 /* fopen fails with EFAULT and returns NULL */

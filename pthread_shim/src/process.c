@@ -10,13 +10,15 @@
  * they changed the calling node only: after main's chdir, a thread on
  * another node opened its relative paths where the program started.
  *
- * The process id is the master's: getpid called by the program's own code
- * on another node gives main's (a libc, UCX or runtime call there gets the
- * node's: theirs describe the node process).
+ * The process id stays the node process's: /proc/self, kill, tgkill and
+ * the other calls that take one act on this node process, and getpid must
+ * name the same (tests/posix/files checks /proc/self against it).
  *
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,13 +60,21 @@ int chdir(const char *path)
     return change(CB_PROC_CHDIR, 0, path, NULL, NULL);
 }
 
-/* a descriptor of the master's (one of this node's own, a /proc directory,
- * changes this node only) */
+/* A descriptor of the master's, or of this node's own (an opendir's, a
+ * /proc directory): the process goes to the directory it names here. */
 int fchdir(int fd)
 {
-    if (!shared_change() || (cb.self != 0 && !shim_remote_fd(fd)))
+    if (!shared_change())
         return REAL(fchdir)(fd);
-    return change(CB_PROC_FCHDIR, fd, NULL, NULL, NULL);
+    if (cb.self == 0 || shim_remote_fd(fd))
+        return change(CB_PROC_FCHDIR, fd, NULL, NULL, NULL);
+    char link[32], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = REAL(readlink)(link, path, sizeof path - 1);
+    if (n < 0 || path[0] != '/')
+        return REAL(fchdir)(fd); /* its error (EBADF, ENOTDIR), or no name */
+    path[n] = 0;
+    return change(CB_PROC_CHDIR, 0, path, NULL, NULL);
 }
 
 mode_t umask(mode_t mask)
@@ -105,7 +115,7 @@ int unsetenv(const char *name)
  * the value it had).  From another node it is copied, as setenv. */
 int putenv(char *string)
 {
-    if (!shared_change())
+    if (!shared_change() || string[0] == '=' || !string[0]) /* no name: libc's (no variable) */
         return REAL(putenv)(string);
     if (cb.self == 0) {
         int rc = cb_proc_change(CB_PROC_PUTENV, 0, string, NULL, NULL);
@@ -140,13 +150,4 @@ char *setlocale(int category, const char *locale)
     if (change(CB_PROC_SETLOCALE, category, locale, NULL, NULL))
         return NULL;
     return REAL(setlocale)(category, NULL);
-}
-
-/* the program's code (its image: statics.c), not a library's */
-pid_t getpid(void)
-{
-    uintptr_t from = (uintptr_t)__builtin_return_address(0);
-    if (cb_app_thread && cb.multi && cb.self != 0 && from - cb.image_lo < cb.image_hi - cb.image_lo)
-        return cb.pids[0];
-    return REAL(getpid)();
 }

@@ -383,6 +383,12 @@ int shim_local_opened(int fd)
     return fd;
 }
 
+void shim_local_closed(int fd)
+{
+    if (shim_local_fd(fd))
+        local_mark(fd, false);
+}
+
 int close(int fd)
 {
     if (shim_remote_fd(fd))

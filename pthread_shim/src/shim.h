@@ -73,6 +73,7 @@ static inline bool shim_remote_fd(int fd)
 }
 bool shim_local_path(int dir, const char *path); /* a path of /proc or /sys */
 int shim_local_opened(int fd);                   /* fd is such a descriptor: fd */
+void shim_local_closed(int fd);                  /* fd, if one, is no more */
 FILE *shim_local_stream(FILE *f);                /* f is this node's: f */
 #include <stdarg.h>
 #include <poll.h>

@@ -178,6 +178,24 @@ TEST_P(ProcessState, NodesAttachedLaterFollowMainsChanges)
     EXPECT_GE(mn::node_stat(res.output, 0, "nodes attached="), 3) << res.describe();
 }
 
+// At 4 launched nodes a thread's change reaches the nodes that are neither
+// its own nor the master (the threads after it run on nodes 1-3).
+TEST_P(ProcessState, FourNodesFollowAThreadsChanges)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = native_result("tests/posix/process", {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(4, GetParam(), relinked("tests/posix/process"), {},
+                              { { "CABLES_STATS", "1" } }, {}, 120);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+    for (int k = 1; k < 4; k++)
+        EXPECT_GT(mn::node_stat(res.output, k, "locks="), 0) << "node " << k << " ran no thread\n"
+                                                             << res.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(Shim, ProcessState, ::testing::Values("shm", "tcp"));
 
 // libc's random number generators follow main's seed on every node, each

@@ -3,12 +3,14 @@
  * to 077 and some variables (setenv, putenv, one set then unset); threads
  * (on as many nodes as there are) then find them: relative paths (getcwd,
  * access, stat, mkdir, fopen, realpath, opendir), the modes of what they
- * make, getenv.  A thread changes each in turn (chdir, umask, setenv,
- * unsetenv, putenv), and main after joining it, and a thread after that,
- * find its changes.  The same for the locale (setlocale: mbstowcs of
- * UTF-8), and the process id every thread gets is main's.
+ * make, getenv.  A thread changes each in turn (chdir, fchdir of a
+ * descriptor and of a directory stream's, umask, setenv, unsetenv, putenv),
+ * and main after joining it, and threads after that (on every node), find
+ * its changes.  The same for the locale (setlocale: mbstowcs of
+ * UTF-8).
  * RESULT ok=1 checks=N (check.h) */
 #include <dirent.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <limits.h>
 #include <stdint.h>
@@ -19,7 +21,6 @@
 #define LOOKERS 3
 
 static char dir[PATH_MAX], sub[PATH_MAX + 8];
-static pid_t main_pid;
 
 static int same(const char *got, const char *want) { return got && !strcmp(got, want); }
 
@@ -68,7 +69,6 @@ static void *look(void *arg)
     CHECK("look_setenv", same(getenv("CABLES_TEST_VAR"), "main"));
     CHECK("look_putenv", same(getenv("CABLES_TEST_PUT"), "p1"));
     CHECK("look_unsetenv", getenv("CABLES_TEST_GONE") == NULL);
-    CHECK_EQ("look_getpid", getpid(), main_pid);
     CHECK("look_locale", same(setlocale(LC_CTYPE, NULL), "C.UTF-8"));
     CHECK("look_locale_numeric", same(setlocale(LC_NUMERIC, NULL), "C"));
     wchar_t wide[4];
@@ -79,8 +79,24 @@ static void *look(void *arg)
 static void *change(void *arg)
 {
     (void)arg;
+    /* a directory descriptor (the process's, from open) and a directory
+     * stream's (this node's, from opendir) */
+    int up = open(".", O_RDONLY | O_DIRECTORY);
+    CHECK("change_open_dir", up >= 0);
     CHECK_EQ("change_chdir", chdir("d0"), 0);
     CHECK("change_getcwd", cwd_is(sub));
+    CHECK_EQ("change_fchdir", fchdir(up), 0);
+    CHECK("change_fchdir_getcwd", cwd_is(dir));
+    close(up);
+    DIR *d = opendir("d0");
+    CHECK("change_opendir", d != NULL);
+    if (d) {
+        struct stat st;
+        CHECK("change_fstat_dirfd", fstat(dirfd(d), &st) == 0 && S_ISDIR(st.st_mode));
+        CHECK_EQ("change_fchdir_dirfd", fchdir(dirfd(d)), 0);
+        closedir(d);
+    }
+    CHECK("change_fchdir_dirfd_getcwd", cwd_is(sub));
     CHECK_ERR("change_chdir_missing", chdir("no-such-dir") ? errno : 0, ENOENT);
     CHECK_EQ("change_umask", umask(022), 077);
     CHECK_EQ("change_setenv", setenv("CABLES_FROM_WORKER", "w", 1), 0);
@@ -89,6 +105,8 @@ static void *change(void *arg)
     CHECK_EQ("change_unsetenv", unsetenv("CABLES_TEST_PUT"), 0);
     static char put[] = "CABLES_PUT_WORKER=pw";
     CHECK_EQ("change_putenv", putenv(put), 0);
+    static char unput[] = "CABLES_TEST_PUT2";
+    CHECK_EQ("change_putenv_unset", putenv(unput), 0);
     CHECK("change_getenv", same(getenv("CABLES_FROM_WORKER"), "w"));
     CHECK("change_setlocale", setlocale(LC_NUMERIC, "C.UTF-8") != NULL);
     CHECK("change_setlocale_bad", setlocale(LC_ALL, "no_such_locale.x") == NULL);
@@ -97,15 +115,17 @@ static void *change(void *arg)
 
 static void *after(void *arg)
 {
-    (void)arg;
+    char name[32];
+    snprintf(name, sizeof name, "e%d", (int)(intptr_t)arg);
     CHECK("after_getcwd", cwd_is(sub));
-    CHECK_EQ("after_mkdir", mkdir("e", 0777), 0);
-    CHECK_EQ("after_mkdir_mode", mode_of("e"), 0755);
+    CHECK_EQ("after_mkdir", mkdir(name, 0777), 0);
+    CHECK_EQ("after_mkdir_mode", mode_of(name), 0755);
     CHECK_EQ("after_access_parent", access("../marker", F_OK), 0);
     CHECK("after_setenv", same(getenv("CABLES_FROM_WORKER"), "w"));
     CHECK("after_setenv_kept", same(getenv("CABLES_TEST_VAR"), "main"));
     CHECK("after_unsetenv", getenv("CABLES_TEST_PUT") == NULL);
     CHECK("after_putenv", same(getenv("CABLES_PUT_WORKER"), "pw"));
+    CHECK("after_putenv_unset", getenv("CABLES_TEST_PUT2") == NULL);
     CHECK("after_locale", same(setlocale(LC_NUMERIC, NULL), "C.UTF-8"));
     CHECK("after_locale_kept", same(setlocale(LC_CTYPE, NULL), "C.UTF-8"));
     return NULL;
@@ -123,7 +143,6 @@ static void run(void *(*fn)(void *), int n)
 int main(void)
 {
     check_start();
-    main_pid = getpid();
     char tmpl[] = "/tmp/cables-process-XXXXXX";
     if (!mkdtemp(tmpl)) {
         perror("mkdtemp");
@@ -145,6 +164,7 @@ int main(void)
     CHECK_EQ("main_putenv", putenv(put), 0);
     CHECK_EQ("main_setenv_gone", setenv("CABLES_TEST_GONE", "x", 1), 0);
     CHECK_EQ("main_unsetenv", unsetenv("CABLES_TEST_GONE"), 0);
+    CHECK_EQ("main_setenv_put2", setenv("CABLES_TEST_PUT2", "x", 1), 0);
 
     run(look, LOOKERS);
     run(change, 1);
@@ -155,13 +175,16 @@ int main(void)
     CHECK("main_unsetenv_changed", getenv("CABLES_TEST_PUT") == NULL);
     CHECK("main_putenv_changed", same(getenv("CABLES_PUT_WORKER"), "pw"));
     CHECK("main_locale_changed", same(setlocale(LC_NUMERIC, NULL), "C.UTF-8"));
-    run(after, 1);
+    run(after, LOOKERS);
     CHECK("main_setlocale_back", same(setlocale(LC_ALL, "C"), "C"));
 
     /* what was made, removed */
-    CHECK_EQ("rm_e", rmdir("e"), 0);
-    CHECK_EQ("main_chdir_back", chdir(".."), 0);
     char name[32];
+    for (int i = 0; i < LOOKERS; i++) {
+        snprintf(name, sizeof name, "e%d", i);
+        CHECK_EQ("rm_e", rmdir(name), 0);
+    }
+    CHECK_EQ("main_chdir_back", chdir(".."), 0);
     for (int i = 0; i < LOOKERS; i++) {
         snprintf(name, sizeof name, "d%d", i);
         CHECK_EQ("rm_dir", rmdir(name), 0);
