@@ -453,13 +453,12 @@ long cb_rsys(cb_rsys_t *r);
 /* the shim's operations, made at the master (set by the shim) */
 extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
 void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);
-/* What a process has once, so every node process alike (proc.c).  Signal
- * dispositions: an application thread's sigaction, made here, is made on
- * every other node up (act: a struct sigaction).  The working directory,
- * the file mode mask, the environment and the locale: a change is made at
- * the master (cb_proc_change, called there: the shim sends another node's
- * there), then on every other node, before it returns.  The master keeps
- * the current ones and gives them to each node attached later (replay). */
+/* What a process has once, so every node process alike (proc.c): signal
+ * dispositions, the working directory, the file mode mask, the environment
+ * and the locale.  A change is made at the master (cb_proc_change, called
+ * there: the shim sends another node's there), then on every other node,
+ * one at a time, before it returns.  The master keeps the current ones and
+ * gives them to each node attached later (replay). */
 enum { CB_PROC_CHDIR,    /* s1: the path */
        CB_PROC_FCHDIR,   /* arg: the master's descriptor */
        CB_PROC_UMASK,    /* arg: the mask; *old: the one before */
@@ -467,10 +466,10 @@ enum { CB_PROC_CHDIR,    /* s1: the path */
        CB_PROC_UNSETENV, /* s1 */
        CB_PROC_PUTENV,   /* s1: "name=value" (the program's string, kept) or "name" */
        CB_PROC_CLEARENV,
-       CB_PROC_SETLOCALE /* arg: the category, s1: the name ("": from the environment) */ };
+       CB_PROC_SETLOCALE, /* arg: the category, s1: the name ("": from the environment) */
+       CB_PROC_SIGACTION  /* arg: the signal, s1: its struct sigaction */ };
 /* 0 or an error number; ENOTSUP on a node other than the master */
 int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
-void cb_sig_share(int sig, const void *act);
 void cb_proc_init(void);
 void cb_proc_replay(int node);
 void cb_on_proc(const cb_msg_t *m, const void *p, size_t len);

@@ -4,9 +4,9 @@
  * change one node makes is made on every other node up (M_PROC), and the
  * master keeps the current ones for each node attached later (replay).
  *
- * Signal dispositions are made where they are asked (any node), then sent.
- * The others are made at the master first (the shim sends an application
- * thread's call from another node there), one change at a time: each is
+ * Each change is made at the master (the shim sends an application
+ * thread's call from another node there; a signal disposition is made
+ * where it was asked first, too), one change at a time: each is
  * made on every node before the next, and before the call returns, so a
  * thread that learns of the change through the program's synchronization
  * finds it on its own node.  A relative path is sent absolute, and a locale
@@ -173,15 +173,6 @@ static void keep(int kind, int64_t arg, const char *s)
     cb_mutex_unlock(&rec_mu);
 }
 
-void cb_sig_share(int sig, const void *act)
-{
-    if (sig <= 0 || sig >= NSIG || atomic_load(&cb.stopping))
-        return;
-    if (cb.self == 0)
-        keep(P_SIG, sig, act); /* made here already: kept for the nodes to come */
-    send_all(P_SIG, sig, act, sizeof(struct sigaction));
-}
-
 /* the payload of an environment change: name, then its value (set) */
 static char *env_payload(const char *name, size_t n, const char *value, size_t *len)
 {
@@ -227,6 +218,16 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
             syscall(SYS_close, back);
         break;
     }
+    case CB_PROC_SIGACTION: /* made already where it was asked: again here (same) */
+        kind = P_SIG;
+        len = sizeof(struct sigaction);
+        if (arg <= 0 || arg >= NSIG)
+            rc = EINVAL;
+        else if (!(buf = malloc(len)))
+            rc = ENOMEM;
+        else
+            rc = apply(kind, arg, memcpy(buf, s1, len));
+        break;
     case CB_PROC_UMASK:
         kind = P_UMASK;
         arg &= 0777;
@@ -361,8 +362,6 @@ void cb_on_proc(const cb_msg_t *m, const void *p, size_t len)
     if (kind == P_SIG) { /* aligned */
         memcpy(&act, p, len);
         s = (const char *)&act;
-        if (cb.self == 0)
-            keep(P_SIG, (int64_t)m->b, s);
     }
     int rc = apply(kind, (int64_t)m->b, s);
     if (m->waiter) {

@@ -973,6 +973,13 @@ int shim_rs_proc(int op, int64_t arg, const char *s1, const char *s2, int64_t *o
     return rc;
 }
 
+int shim_rs_sigaction(int sig, const struct sigaction *act)
+{
+    cb_rsys_t r = rq(RS_PROC, CB_PROC_SIGACTION, sig, P(act), 0, 0, 0);
+    with(&r, 2, RSYS_IN, sizeof *act);
+    return cb_rsys(&r) ? errno : 0;
+}
+
 void cb_exit_at_master(int status)
 {
     cb_rsys_t r = rq(RS_EXIT, status, 0, 0, 0, 0, 0);

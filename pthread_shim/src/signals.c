@@ -1,7 +1,8 @@
 /* signals.c: signal dispositions.  A process's dispositions are shared by
  * all its threads, and a relinked program's process is every node process:
  * an application thread's sigaction (signal, bsd_signal, sysv_signal) is
- * made here, then on every other node (cb_sig_share), so that a thread on
+ * made here, then at the master and on every other node, one change at a
+ * time (libcables/src/proc.c), so that a thread on
  * another node that gets the signal (pthread_kill, a timer, the kernel)
  * runs the handler main installed.  Handlers are addresses in the program,
  * the same in every node process (the runtime runs them all without
@@ -18,7 +19,9 @@ int sigaction(int sig, const struct sigaction *restrict act, struct sigaction *r
     int rc = REAL(sigaction)(sig, act, old);
     if (rc == 0 && act && cb_app_thread && cb.multi && sig != SIGSEGV && sig != SIGBUS) {
         struct sigaction copy = *act; /* a private copy: it travels in messages */
-        cb_sig_share(sig, &copy);
+        if (!atomic_load(&cb.stopping))
+            cb.self == 0 ? cb_proc_change(CB_PROC_SIGACTION, sig, (const char *)&copy, NULL, NULL)
+                         : shim_rs_sigaction(sig, &copy);
     }
     return rc;
 }
