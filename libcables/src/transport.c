@@ -210,10 +210,12 @@ void cb_xport_fini(void)
             }
             eps[i] = NULL;
         }
-    ucp_mem_unmap(ctx, store_mh);
-    ucp_worker_release_address(worker, my_addr);
-    ucp_worker_destroy(worker);
-    ucp_cleanup(ctx);
+    /* The worker and the context are left to the process's end, which
+     * follows (the node ends here).  UCX 1.13's worker destruction purges
+     * the endpoints that peers wired up to us, and it asserts on a wireup
+     * reply still waiting for a connection to a peer that is leaving too
+     * (CI: 4 nodes over TCP, a node ended with SIGABRT after its program
+     * had passed); what we sent was flushed above. */
 }
 
 const void *cb_xport_peer_address(int node, size_t *len)
