@@ -14,7 +14,8 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 install_missing build-essential pkg-config m4 libucx-dev ucx-utils libopenmpi-dev openmpi-bin \
-                libnuma-dev libmemkind-dev libgtest-dev libgmock-dev uthash-dev libxxhash-dev procps util-linux
+                libnuma-dev libmemkind-dev libgtest-dev libgmock-dev uthash-dev libxxhash-dev procps util-linux \
+                iproute2
 # GCC's plugin headers, for cables-cc -fopenmp's flush plugin (openmp/): the
 # package named after the GCC just installed
 install_missing "gcc-$(gcc -dumpversion | cut -d. -f1)-plugin-dev"

@@ -4,11 +4,13 @@
  * the main thread at start and finish, and in between by the master's
  * attach thread alone (MPI_THREAD_SERIALIZED). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -38,12 +40,73 @@ bool cb_node_up(int k)
 bool cb_node_open(int k) { return k >= 0 && k < CB_MAX_NODES && atomic_load(&state[k]) == NS_UP; }
 bool cb_node_attaching(int k) { return atomic_load(&state[k]) == NS_ATTACHING; }
 
+/* Where a node process runs: its machine (the kernel's boot id) and its
+ * network namespace. */
+typedef struct {
+    char boot[40];
+    uint64_t netns;
+} place_t;
+
 typedef struct {
     int32_t node, pid;
     uint64_t sum_seed; /* its checksums' (mark notices carry them) */
     char host[64];
+    place_t place;
     uint32_t addr_len;
 } cb_node_info_t; /* followed by the UCX address */
+
+static place_t places[CB_MAX_NODES];
+/* two launched nodes so (a << 32 | b, a != b), or 0; the master tells
+ * the nodes it attaches, which then go without shared memory too */
+static uint64_t job_split;
+
+static place_t place_here(void)
+{
+    place_t p = { .boot = "" };
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, p.boot, sizeof p.boot - 1);
+        p.boot[n > 0 ? n : 0] = 0;
+        close(fd);
+    }
+    struct stat st;
+    if (!stat("/proc/self/ns/net", &st))
+        p.netns = st.st_ino;
+    return p;
+}
+
+/* Two nodes on one machine in different network namespaces (containers;
+ * the test suite's stand-ins for machines) */
+static bool netns_split(const place_t *a, const place_t *b)
+{
+    return a->boot[0] && !strcmp(a->boot, b->boot) && a->netns != b->netns;
+}
+
+/* Such nodes can map each other's memory, so UCX offers them its
+ * shared-memory transports, but those wake a peer through a socket of
+ * its network namespace: across namespaces a message waits for a poll,
+ * and with cma too the first one never arrived (the start hung).  So UCX
+ * goes without them there (TCP, as between machines); transports named
+ * in UCX_TLS that need them are refused (before UCX starts). */
+static void netns_avoid_shm(int a, int b)
+{
+    const char *tls = getenv("UCX_TLS");
+    if (!tls || !*tls) {
+        setenv("UCX_TLS", "^sm", 1);
+        return;
+    }
+    unsigned n;
+    bool except;
+    unsigned all = cb_ucx_tls_in((const char *const[]){ "all", NULL }, &n, &except),
+             sm = cb_ucx_tls_in((const char *const[]){ "sm", "shm", NULL }, &n, &except),
+             mm = cb_ucx_tls_in((const char *const[]){ "posix", "sysv", NULL }, &n, &except);
+    if (except ? sm || mm == 2 : !all && !sm && !mm)
+        return;
+    cb_die("node %d: nodes %d and %d run on one machine in different network namespaces, "
+           "where UCX's shared-memory transports cannot wake each other, and UCX_TLS=%s "
+           "names them: use cables-run -t tcp or -t auto (which leaves them out there)",
+           cb.self, a, b, tls);
+}
 
 /* A node's table entry, padded to 8 bytes (entries travel back to back). */
 static size_t info_len(const cb_node_info_t *i) { return (sizeof *i + i->addr_len + 7) & ~(size_t)7; }
@@ -66,6 +129,7 @@ static cb_node_info_t *pack_info(int node, size_t *len)
     i->pid = cb.pids[node];
     i->sum_seed = cb.sum_seeds[node];
     memcpy(i->host, cb.hosts[node], sizeof i->host);
+    i->place = places[node];
     i->addr_len = (uint32_t)alen;
     memcpy(i + 1, addr, alen);
     *len = info_len(i);
@@ -79,6 +143,7 @@ static void add_node(const cb_node_info_t *i)
     cb.pids[i->node] = i->pid;
     cb.sum_seeds[i->node] = i->sum_seed;
     memcpy(cb.hosts[i->node], i->host, sizeof cb.hosts[0]);
+    places[i->node] = i->place;
     if (i->node != cb.self)
         cb_xport_add_peer(i->node, i + 1, i->addr_len);
     last_heard[i->node] = cb_now_ns();
@@ -137,16 +202,16 @@ static void spawn_node(int k)
                 "%s\n", k, (double)(cb_now_ns() - attach_t0[k]) / 1e9,
                 spawned ? "the node leaves again" : "it failed");
         if (spawned) {
-            uint64_t hdr[3] = { UINT64_MAX, 0, 0 }; /* not needed: finalize and exit */
-            MPI_Send(hdr, 3, MPI_UINT64_T, 0, 0, ic);
+            uint64_t hdr[4] = { UINT64_MAX, 0, 0, 0 }; /* not needed: finalize and exit */
+            MPI_Send(hdr, 4, MPI_UINT64_T, 0, 0, ic);
             MPI_Comm_disconnect(&ic);
         }
         atomic_store(&spawn_stuck, -1);
         return;
     }
     if (spawned) {
-        uint64_t hdr[3] = { (uint64_t)k, (uint64_t)cb.launched, master_info_len };
-        rc = MPI_Send(hdr, 3, MPI_UINT64_T, 0, 0, ic);
+        uint64_t hdr[4] = { (uint64_t)k, (uint64_t)cb.launched, master_info_len, job_split };
+        rc = MPI_Send(hdr, 4, MPI_UINT64_T, 0, 0, ic);
         if (rc == MPI_SUCCESS)
             rc = MPI_Send(master_info, (int)master_info_len, MPI_BYTE, 0, 0, ic);
         inter[k] = ic;
@@ -269,6 +334,27 @@ static void attach_stop(void)
     attach_tid = 0;
 }
 
+/* The node table (the master: every launched node's hello) within the
+ * attach timeout, or the run ends naming what did not come: UCX's
+ * transports may not reach a node (UCX_TLS, UCX_NET_DEVICES) */
+static void join_wait(void)
+{
+    if (cb_waiter_wait_until(&joined, cb_now_ns() + (uint64_t)(cb.cfg.attach_timeout * 1e9)))
+        return;
+    const char *tls = getenv("UCX_TLS");
+    char missing[256] = "";
+    for (int k = 1, n = 0; cb.self == 0 && k < cb.launched; k++)
+        if (atomic_load(&state[k]) != NS_UP)
+            n += snprintf(missing + n, sizeof missing - (size_t)n, " %d", k); /* fits: 64 nodes */
+    if (cb.self == 0)
+        cb_die("node 0: no hello from node(s)%s within %.0f s of the start over UCX "
+               "(UCX_TLS=%s): its transports do not reach them (check UCX_TLS and "
+               "UCX_NET_DEVICES)", missing, cb.cfg.attach_timeout, tls ? tls : "(all)");
+    cb_die("node %d: no answer from node 0 to its hello within %.0f s of the start over UCX "
+           "(UCX_TLS=%s): its transports do not reach it (check UCX_TLS and UCX_NET_DEVICES)",
+           cb.self, cb.cfg.attach_timeout, tls ? tls : "(all)");
+}
+
 void cb_node_start(int *argc, char ***argv)
 {
     cb_config_load(&cb.cfg);
@@ -293,8 +379,8 @@ void cb_node_start(int *argc, char ***argv)
         MPI_Comm_size(MPI_COMM_WORLD, &size);
         MPI_Comm_get_parent(&parent);
         if (parent != MPI_COMM_NULL) { /* attached on demand: the master says who we are */
-            uint64_t hdr[3];
-            MPI_Recv(hdr, 3, MPI_UINT64_T, 0, 0, parent, MPI_STATUS_IGNORE);
+            uint64_t hdr[4];
+            MPI_Recv(hdr, 4, MPI_UINT64_T, 0, 0, parent, MPI_STATUS_IGNORE);
             if (hdr[0] == UINT64_MAX) { /* our spawn took too long: given up */
                 MPI_Comm_disconnect(&parent);
                 MPI_Finalize();
@@ -304,11 +390,35 @@ void cb_node_start(int *argc, char ***argv)
             MPI_Recv(m0, (int)hdr[2], MPI_BYTE, 0, 0, parent, MPI_STATUS_IGNORE);
             rank = (int)hdr[0];
             size = (int)hdr[1];
+            job_split = hdr[3];
         }
         if (size > CB_MAX_NODES)
             cb_die("%d nodes asked, at most %d supported", size, CB_MAX_NODES);
         cb.self = rank;
         cb.launched = size;
+        /* before UCX starts: which nodes share this one's machine but not
+         * its network namespace (an attached node knows the master's
+         * place, and whether the launched nodes had such pairs) */
+        places[rank] = place_here();
+        if (parent == MPI_COMM_NULL) {
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places, sizeof *places, MPI_BYTE,
+                          MPI_COMM_WORLD);
+            int apart = -1;
+            for (int a = 0; a < size; a++)
+                for (int b = 0; b < size; b++)
+                    if (netns_split(&places[a], &places[b])) {
+                        if (!job_split)
+                            job_split = (uint64_t)a << 32 | (uint64_t)b;
+                        if (a == rank && apart < 0)
+                            apart = b;
+                    }
+            if (apart >= 0)
+                netns_avoid_shm(rank, apart);
+        } else if (netns_split(&places[rank], &((cb_node_info_t *)m0)->place)) {
+            netns_avoid_shm(rank, 0);
+        } else if (job_split) {
+            netns_avoid_shm((int)(job_split >> 32), (int)(uint32_t)job_split);
+        }
     }
     if (cb.cfg.max_nodes && cb.cfg.max_nodes < cb.launched)
         cb_die("CABLES_MAX_NODES=%d is less than the %d nodes launched", cb.cfg.max_nodes,
@@ -343,9 +453,10 @@ void cb_node_start(int *argc, char ***argv)
     cb_comm_run();
     if (cb.multi && cb.self != 0) {
         cb_msg_t h = { .type = M_HELLO };
-        cb_call(0, &h, me, len, &joined);
+        cb_call_post(0, &h, me, len, &joined);
+        join_wait();
     } else if (cb.multi && cb.launched > 1) {
-        cb_waiter_wait(&joined);
+        join_wait();
     }
     free(me);
     atomic_store(&table_ready, true);
