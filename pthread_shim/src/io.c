@@ -15,7 +15,8 @@
  * Covered: read, write, pread, pwrite, readv, writev, preadv, pwritev
  * (and their 64 names), recv, send, recvfrom, sendto, recvmsg, sendmsg, the
  * _FORTIFY_SOURCE entry points of the reads (__read_chk and the like), and
- * the path argument of open, openat, creat, fopen, unlink and remove.
+ * the path argument of open, openat, creat, fopen and the calls on paths
+ * (below; on another node than the master they are made there).
  * stdio calls read(2) and write(2) inside libc, past any interposer, on the
  * FILE's buffer (and, for large fread/fwrite, directly on the caller's
  * buffer): the common entry points (fread, fwrite, fgets, fputs, fgetc,
@@ -56,6 +57,8 @@
 #include <sys/times.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
+#include <sys/time.h>
+#include <utime.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -383,6 +386,7 @@ static inline bool path_ours(const char *path)
 }
 
 #define PATH(path) present(path, strlen(path) + 1, false)
+#define PATH_IF(path) (path_ours(path) ? PATH(path) : (void)0)
 
 static bool open_has_mode(int flags)
 {
@@ -436,18 +440,222 @@ int creat(const char *path, mode_t mode)
     return RETRY(PATH(path), LIBC(creat)(path, mode));
 }
 
+/* ---- calls on paths ----
+ * The file system is the master's, as the descriptors are: on another
+ * node an application thread's call on a path (but /proc and /sys, which
+ * are its node's, and a path relative to a directory stream's descriptor,
+ * which is its node's too) is made at the master.  On separate machines a
+ * file that open made there is then found by stat, access, rename... of
+ * any thread, and a directory made by one is there for every other's
+ * open. */
+static bool at_master(int dir, const char *path)
+{
+    return shim_remote_fd(dir == AT_FDCWD ? -1 : dir) && !shim_local_path(dir, path);
+}
+
+/* call with the paths a and b (b may be NULL) as the kernel reads them */
+#define LOCAL2(a, b, call)                                                   \
+    (path_ours(a) || path_ours(b) ? RETRY((PATH_IF(a), PATH_IF(b)), call) : (call))
+#define LOCAL1(a, call) (path_ours(a) ? RETRY(PATH(a), call) : (call))
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452 /* Linux 6.6 (x86-64); Debian 12's headers lack it */
+#endif
+#define AT(dir) ((int64_t)(dir))
+enum { PATH_A1 = 1 << 1, PATH_A3 = 1 << 3, PATH_A0 = 1 << 0 };
+
+int unlinkat(int dir, const char *path, int flags)
+{
+    if (at_master(dir, path))
+        return (int)shim_rs_path(SYS_unlinkat, AT(dir), P(path), flags, 0, 0, PATH_A1, -1, 0, -1, 0, 0);
+    return LOCAL1(path, LIBC(unlinkat)(dir, path, flags));
+}
+
 int unlink(const char *path)
 {
-    if (!path_ours(path))
-        return LIBC(unlink)(path);
-    return RETRY(PATH(path), LIBC(unlink)(path));
+    if (at_master(AT_FDCWD, path))
+        return unlinkat(AT_FDCWD, path, 0);
+    return LOCAL1(path, LIBC(unlink)(path));
+}
+
+int rmdir(const char *path)
+{
+    if (at_master(AT_FDCWD, path))
+        return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
+    return LOCAL1(path, LIBC(rmdir)(path));
 }
 
 int remove(const char *path)
 {
-    if (!path_ours(path))
-        return LIBC(remove)(path);
-    return RETRY(PATH(path), LIBC(remove)(path));
+    if (at_master(AT_FDCWD, path)) { /* as libc's: a directory is removed as one */
+        int r = unlinkat(AT_FDCWD, path, 0);
+        return r == -1 && errno == EISDIR ? unlinkat(AT_FDCWD, path, AT_REMOVEDIR) : r;
+    }
+    return LOCAL1(path, LIBC(remove)(path));
+}
+
+int mkdirat(int dir, const char *path, mode_t mode)
+{
+    if (at_master(dir, path))
+        return (int)shim_rs_path(SYS_mkdirat, AT(dir), P(path), mode, 0, 0, PATH_A1, -1, 0, -1, 0, 0);
+    return LOCAL1(path, LIBC(mkdirat)(dir, path, mode));
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+    if (at_master(AT_FDCWD, path))
+        return mkdirat(AT_FDCWD, path, mode);
+    return LOCAL1(path, LIBC(mkdir)(path, mode));
+}
+
+int mknodat(int dir, const char *path, mode_t mode, dev_t dev)
+{
+    if (at_master(dir, path))
+        return (int)shim_rs_path(SYS_mknodat, AT(dir), P(path), mode, (int64_t)dev, 0, PATH_A1, -1, 0,
+                                 -1, 0, 0);
+    return LOCAL1(path, LIBC(mknodat)(dir, path, mode, dev));
+}
+
+int mknod(const char *path, mode_t mode, dev_t dev) { return mknodat(AT_FDCWD, path, mode, dev); }
+int mkfifoat(int dir, const char *path, mode_t mode) { return mknodat(dir, path, mode | S_IFIFO, 0); }
+int mkfifo(const char *path, mode_t mode) { return mknodat(AT_FDCWD, path, mode | S_IFIFO, 0); }
+
+int faccessat(int dir, const char *path, int mode, int flags)
+{
+    if (at_master(dir, path))
+        return (int)shim_rs_path(SYS_faccessat2, AT(dir), P(path), mode, flags, 0, PATH_A1, -1, 0, -1,
+                                 0, 0);
+    return LOCAL1(path, LIBC(faccessat)(dir, path, mode, flags));
+}
+
+int access(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, 0); }
+int euidaccess(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, AT_EACCESS); }
+int eaccess(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, AT_EACCESS); }
+
+int renameat2(int d1, const char *p1, int d2, const char *p2, unsigned flags)
+{
+    if (at_master(d1, p1) && at_master(d2, p2))
+        return (int)shim_rs_path(SYS_renameat2, AT(d1), P(p1), AT(d2), P(p2), flags,
+                                 PATH_A1 | PATH_A3, -1, 0, -1, 0, 0);
+    return LOCAL2(p1, p2, LIBC(renameat2)(d1, p1, d2, p2, flags));
+}
+
+int renameat(int d1, const char *p1, int d2, const char *p2) { return renameat2(d1, p1, d2, p2, 0); }
+int rename(const char *p1, const char *p2) { return renameat2(AT_FDCWD, p1, AT_FDCWD, p2, 0); }
+
+int linkat(int d1, const char *p1, int d2, const char *p2, int flags)
+{
+    if (at_master(d1, p1) && at_master(d2, p2))
+        return (int)shim_rs_path(SYS_linkat, AT(d1), P(p1), AT(d2), P(p2), flags,
+                                 PATH_A1 | PATH_A3, -1, 0, -1, 0, 0);
+    return LOCAL2(p1, p2, LIBC(linkat)(d1, p1, d2, p2, flags));
+}
+
+int link(const char *p1, const char *p2) { return linkat(AT_FDCWD, p1, AT_FDCWD, p2, 0); }
+
+/* the target is a string kept in the link, not a path looked up */
+int symlinkat(const char *target, int dir, const char *path)
+{
+    if (at_master(dir, path))
+        return (int)shim_rs_path(SYS_symlinkat, P(target), AT(dir), P(path), 0, 0, PATH_A0 | 1 << 2,
+                                 -1, 0, -1, 0, 0);
+    return LOCAL2(path, target, LIBC(symlinkat)(target, dir, path));
+}
+
+int symlink(const char *target, const char *path) { return symlinkat(target, AT_FDCWD, path); }
+
+int fchmodat(int dir, const char *path, mode_t mode, int flags)
+{
+    if (at_master(dir, path)) {
+        if (flags) { /* AT_SYMLINK_NOFOLLOW: libc's goes through /proc, which is the node's */
+            int r = (int)shim_rs_path(SYS_fchmodat2, AT(dir), P(path), mode, flags, 0, PATH_A1, -1,
+                                      0, -1, 0, 0);
+            return r == -1 && errno == ENOSYS ? (errno = EOPNOTSUPP, -1) : r;
+        }
+        return (int)shim_rs_path(SYS_fchmodat, AT(dir), P(path), mode, 0, 0, PATH_A1, -1, 0, -1, 0, 0);
+    }
+    return LOCAL1(path, LIBC(fchmodat)(dir, path, mode, flags));
+}
+
+int chmod(const char *path, mode_t mode) { return fchmodat(AT_FDCWD, path, mode, 0); }
+
+int fchownat(int dir, const char *path, uid_t uid, gid_t gid, int flags)
+{
+    if (at_master(dir, path))
+        return (int)shim_rs_path(SYS_fchownat, AT(dir), P(path), uid, gid, flags, PATH_A1, -1, 0, -1,
+                                 0, 0);
+    return LOCAL1(path, LIBC(fchownat)(dir, path, uid, gid, flags));
+}
+
+int chown(const char *path, uid_t uid, gid_t gid) { return fchownat(AT_FDCWD, path, uid, gid, 0); }
+int lchown(const char *path, uid_t uid, gid_t gid)
+{
+    return fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+
+int truncate(const char *path, off_t len)
+{
+    if (at_master(AT_FDCWD, path))
+        return (int)shim_rs_path(SYS_truncate, P(path), len, 0, 0, 0, PATH_A0, -1, 0, -1, 0, 0);
+    return LOCAL1(path, LIBC(truncate)(path, len));
+}
+
+int truncate64(const char *path, off64_t len) { return truncate(path, (off_t)len); }
+
+int utimensat(int dir, const char *path, const struct timespec t[2], int flags)
+{
+    /* Linux takes NULL: descriptor dir's file.  libc declares the path
+     * non-null, so the compiler must not see where the test's value is from */
+    const char *p = path;
+    __asm__("" : "+r"(p));
+    bool named = p != NULL;
+    if (named ? at_master(dir, path) : shim_remote_fd(dir))
+        return (int)shim_rs_path(SYS_utimensat, AT(dir), P(path), P(t), flags, 0, named ? PATH_A1 : 0,
+                                 2, 2 * sizeof *t, -1, 0, 0);
+    return named ? LOCAL1(path, LIBC(utimensat)(dir, path, t, flags))
+                 : LIBC(utimensat)(dir, path, t, flags);
+}
+
+void *shim_malloc(size_t n) __asm__("malloc"); /* the program's (heap.c) */
+
+/* libc resolves the path itself (lstat, readlink inside libc): at the
+ * master, all of it.  NULL resolved: in the program's malloc, as libc's. */
+char *realpath(const char *restrict path, char *restrict resolved)
+{
+    if (!path || !at_master(AT_FDCWD, path))
+        return REAL(realpath)(path, resolved);
+    char buf[PATH_MAX];
+    if (shim_rs_realpath(path, buf))
+        return NULL;
+    if (!resolved && !(resolved = shim_malloc(strlen(buf) + 1)))
+        return errno = ENOMEM, NULL;
+    return strcpy(resolved, buf);
+}
+
+char *canonicalize_file_name(const char *path) { return realpath(path, NULL); }
+
+char *__realpath_chk(const char *path, char *resolved, size_t len)
+{
+    if (len < PATH_MAX)
+        __builtin_trap(); /* as libc's __chk_fail: the buffer is too small */
+    return realpath(path, resolved);
+}
+
+int utimes(const char *path, const struct timeval tv[2])
+{
+    if (!at_master(AT_FDCWD, path))
+        return LOCAL1(path, LIBC(utimes)(path, tv));
+    struct timespec t[2];
+    for (int i = 0; tv && i < 2; i++)
+        t[i] = (struct timespec){ tv[i].tv_sec, tv[i].tv_usec * 1000 };
+    return utimensat(AT_FDCWD, path, tv ? t : NULL, 0);
+}
+
+int utime(const char *path, const struct utimbuf *u)
+{
+    if (!at_master(AT_FDCWD, path))
+        return LOCAL1(path, LIBC(utime)(path, u));
+    struct timespec t[2] = { { u ? u->actime : 0, 0 }, { u ? u->modtime : 0, 0 } };
+    return utimensat(AT_FDCWD, path, u ? t : NULL, 0);
 }
 
 /* A directory stream is the node's own, as its descriptor (libc opens it
@@ -523,7 +731,6 @@ static void copy_done(void *c, void *local)
         free(c);
 }
 
-#define PATH_IF(path) (path_ours(path) ? PATH(path) : (void)0)
 
 /* call(x) stores a T at x (returning -1 on failure): through a copy, then
  * into p */
@@ -549,21 +756,43 @@ static void copy_done(void *c, void *local)
     return r_;
 
 #define CALL(x) LIBC(stat)(path, x)
-int stat(const char *restrict path, struct stat *restrict st) { STORE_T_PATH(struct stat, st, path, CALL) }
+int stat(const char *restrict path, struct stat *restrict st)
+{
+    if (at_master(AT_FDCWD, path))
+        return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), 0, 0, 2, sizeof *st);
+    STORE_T_PATH(struct stat, st, path, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(stat64)(path, x)
-int stat64(const char *restrict path, struct stat64 *restrict st) { STORE_T_PATH(struct stat64, st, path, CALL) }
+int stat64(const char *restrict path, struct stat64 *restrict st)
+{
+    if (at_master(AT_FDCWD, path))
+        return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), 0, 0, 2, sizeof *st);
+    STORE_T_PATH(struct stat64, st, path, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(lstat)(path, x)
-int lstat(const char *restrict path, struct stat *restrict st) { STORE_T_PATH(struct stat, st, path, CALL) }
+int lstat(const char *restrict path, struct stat *restrict st)
+{
+    if (at_master(AT_FDCWD, path))
+        return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), AT_SYMLINK_NOFOLLOW, 0,
+                                  2, sizeof *st);
+    STORE_T_PATH(struct stat, st, path, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(lstat64)(path, x)
-int lstat64(const char *restrict path, struct stat64 *restrict st) { STORE_T_PATH(struct stat64, st, path, CALL) }
+int lstat64(const char *restrict path, struct stat64 *restrict st)
+{
+    if (at_master(AT_FDCWD, path))
+        return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), AT_SYMLINK_NOFOLLOW, 0,
+                                  2, sizeof *st);
+    STORE_T_PATH(struct stat64, st, path, CALL)
+}
 #undef CALL
 #define CALL(x) LIBC(fstatat)(dir, path, x, flags)
 int fstatat(int dir, const char *restrict path, struct stat *restrict st, int flags)
 {
-    if (dir != AT_FDCWD && shim_remote_fd(dir))
+    if (at_master(dir, path))
         return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat, st, path, CALL)
 }
@@ -571,7 +800,7 @@ int fstatat(int dir, const char *restrict path, struct stat *restrict st, int fl
 #define CALL(x) LIBC(fstatat64)(dir, path, x, flags)
 int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, int flags)
 {
-    if (dir != AT_FDCWD && shim_remote_fd(dir))
+    if (at_master(dir, path))
         return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat64, st, path, CALL)
 }
@@ -579,7 +808,7 @@ int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, in
 #define CALL(x) LIBC(statx)(dir, path, flags, mask, x)
 int statx(int dir, const char *restrict path, int flags, unsigned mask, struct statx *restrict st)
 {
-    if (dir != AT_FDCWD && shim_remote_fd(dir))
+    if (at_master(dir, path))
         return (int)shim_rs_store(SYS_statx, dir, P(path), flags, mask, P(st), 4, sizeof *st);
     STORE_T_PATH(struct statx, st, path, CALL)
 }
@@ -635,21 +864,27 @@ int socketpair(int domain, int type, int proto, int sv[2])
 }
 #undef CALL
 
-ssize_t readlink(const char *restrict path, char *restrict buf, size_t n)
+ssize_t readlinkat(int dir, const char *restrict path, char *restrict buf, size_t n)
 {
+    if (at_master(dir, path))
+        return shim_rs_path(SYS_readlinkat, AT(dir), P(path), P(buf), (int64_t)n, 0, PATH_A1, -1, 0,
+                            2, n, RSYS_UPTO_RES);
     if (!path_ours(path) && !ours(buf, n))
-        return LIBC(readlink)(path, buf, n);
+        return LIBC(readlinkat)(dir, path, buf, n);
     char local[256], *c = copy_of(local, sizeof local, n ? n : 1);
     if (!c)
         return errno = ENOMEM, -1;
-    ssize_t r = RETRY(PATH_IF(path), LIBC(readlink)(path, c, n));
+    ssize_t r = RETRY(PATH_IF(path), LIBC(readlinkat)(dir, path, c, n));
     if (r > 0)
         memcpy(buf, c, (size_t)r);
     copy_done(c, local);
     return r;
 }
 
-void *shim_malloc(size_t n) __asm__("malloc"); /* the program's (heap.c) */
+ssize_t readlink(const char *restrict path, char *restrict buf, size_t n)
+{
+    return readlinkat(AT_FDCWD, path, buf, n);
+}
 
 /* getcwd(NULL, n) allocates the result with the program's malloc */
 char *getcwd(char *buf, size_t n)

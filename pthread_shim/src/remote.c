@@ -253,6 +253,23 @@ int shim_rs_openat(int dir, const char *path, int flags, mode_t mode)
     return (int)cb_rsys(&r);
 }
 
+/* A call on paths: the strings at the arguments of mask paths, in_len
+ * bytes read at argument in and out_len stored at argument out (-1: none;
+ * out_flags: RSYS_UPTO_RES for as many as the result) */
+long shim_rs_path(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
+                  unsigned paths, int in, size_t in_len, int out, size_t out_len, uint32_t out_flags)
+{
+    cb_rsys_t r = rq(nr, a0, a1, a2, a3, a4, 0);
+    for (int a = 0; a < 5; a++)
+        if (paths >> a & 1)
+            with_path(&r, a);
+    if (in >= 0)
+        with(&r, in, RSYS_IN, in_len);
+    if (out >= 0)
+        with(&r, out, RSYS_OUT | out_flags, out_len);
+    return cb_rsys(&r);
+}
+
 /* nr(a0, buf) or nr(a0, path, buf, flags) storing a struct: n bytes at arg a */
 long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
                    size_t n)
@@ -622,8 +639,17 @@ enum {
     RS_FOPEN = CB_RSYS_LIB, RS_FDOPEN, RS_FREOPEN, RS_TMPFILE, RS_POPEN, RS_PCLOSE, RS_FCLOSE,
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
-    RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC,
+    RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC, RS_REALPATH,
 };
+
+/* realpath at the master: the name into out (PATH_MAX bytes); 0 or -1 */
+int shim_rs_realpath(const char *path, char *out)
+{
+    cb_rsys_t r = rq(RS_REALPATH, P(path), P(out), 0, 0, 0, 0);
+    with_path(&r, 0);
+    with(&r, 1, RSYS_OUT | RSYS_STRING, PATH_MAX);
+    return (int)cb_rsys(&r);
+}
 
 static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
 {
@@ -1025,6 +1051,9 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         return (*err = cb_proc_change((int)a[0], a[1], (const char *)(uintptr_t)a[2],
                                       (const char *)(uintptr_t)a[3], (int64_t *)(uintptr_t)a[4]))
                    ? -1 : 0;
+    if (op == RS_REALPATH)
+        return realpath((const char *)(uintptr_t)a[0], (char *)(uintptr_t)a[1]) ? 0
+                                                                                : (*err = errno, -1);
     if (op == RS_ON_EXIT)
         return REAL(on_exit)((void (*)(int, void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1])
                    ? (*err = ENOMEM, -1) : 0;

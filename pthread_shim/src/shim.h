@@ -100,12 +100,15 @@ ssize_t shim_rs_sendto(int fd, const void *buf, size_t n, int flags, const struc
 ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags);
 ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags);
 int shim_rs_openat(int dir, const char *path, int flags, mode_t mode);
+int shim_rs_realpath(const char *path, char *out);
 /* cb_proc_change made at the master: 0 or an error number */
 int shim_rs_proc(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
 struct sigaction;
 int shim_rs_sigaction(int sig, const struct sigaction *act);
 long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
                    size_t n);
+long shim_rs_path(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
+                  unsigned paths, int in, size_t in_len, int out, size_t out_len, uint32_t out_flags);
 int shim_rs_addr(long nr, int fd, struct sockaddr *addr, socklen_t *len, int flags);
 int shim_rs_load(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
                  size_t n);

@@ -193,6 +193,32 @@ TEST(Launcher, MaxNodesBelowNodes)
                    { "-m '1'" });
 }
 
+TEST(Launcher, HostfileMissing)
+{
+    expect_refused(mn::run({ mn::launcher(), "-n", "2", "--hostfile", "/nonexistent/hosts", "--",
+                             mn::prog("counter") }),
+                   { "--hostfile '/nonexistent/hosts'" });
+}
+
+// The machines given are mpirun's: this one, by either option
+TEST(Launcher, MachinesGivenByHostOrHostfile)
+{
+    char path[] = "/tmp/cables-hostfile-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    const char line[] = "localhost slots=2\n";
+    ASSERT_EQ(write(fd, line, sizeof line - 1), (ssize_t)(sizeof line - 1));
+    close(fd);
+    for (const std::vector<std::string> &how :
+         { std::vector<std::string>{ "--hostfile", path }, { "--host", "localhost:2" } }) {
+        auto res = mn::run_cables(2, "tcp", mn::prog("counter"), { "2000", "1" }, {}, how);
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "counter"), 2000) << res.describe();
+        EXPECT_EQ(mn::get_ll(r, "threads"), 2) << res.describe();
+    }
+    unlink(path);
+}
+
 TEST(Launcher, ThreadsPerNodeBogus)
 {
     expect_refused(mn::run({ mn::launcher(), "-n", "1", "--", mn::prog("counter") },

@@ -8,7 +8,10 @@
 #   machines.sh down NAME N    removes them (and whatever of them is left)
 #   machines.sh exec NAME PROGRAM [ARGS...]
 #                              as a program for cables-run: the node of rank
-#                              K (OMPI_COMM_WORLD_RANK) runs in NAMEK
+#                              K (OMPI_COMM_WORLD_RANK) runs in NAMEK; with
+#                              MACHINES_DISK=DIR, each node has a disk of its
+#                              own there (a tmpfs over DIR in its own mount
+#                              namespace), as machines have
 # The node processes reach mpirun's PMIx server through the bridge, so it
 # must listen there: PMIX_MCA_ptl_tcp_remote_connections=1 and
 # PMIX_MCA_ptl_tcp_if_include=SUBNET in cables-run's environment.  Nodes
@@ -21,7 +24,10 @@ cmd=$1 name=$2; shift 2
 case "$cmd" in
     exec)
         [ $# -ge 1 ] || die "exec needs a program"
-        exec ip netns exec "$name${OMPI_COMM_WORLD_RANK:-0}" "$@" ;;
+        # (ip netns exec runs it in a mount namespace of its own already)
+        exec ip netns exec "$name${OMPI_COMM_WORLD_RANK:-0}" sh -c \
+            '[ -z "${MACHINES_DISK:-}" ] || mount -t tmpfs -o size=64m machine "$MACHINES_DISK" || exit 2
+             exec "$@"' machines.sh "$@" ;;
     up|down)
         [ $# -eq 1 ] && [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 64 ] ||
             die "$cmd needs a number of namespaces from 1 to 64" ;;

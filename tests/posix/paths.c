@@ -1,0 +1,171 @@
+/* paths: calls on paths find what other threads made, on any node.  Main
+ * makes a directory (in $PATHS_DIR, else /tmp) and a file in it; a worker
+ * (on 2 nodes: node 1) finds the file (stat, lstat, fstatat, statx,
+ * access, faccessat) and changes the tree (mkdir, rename, link, symlink,
+ * readlink, realpath, chmod, truncate, utimes, utimensat, mkfifo,
+ * renameat2), with relative paths too after main's chdir; main then finds
+ * the worker's changes, makes more, and the worker removes them all
+ * (unlink, unlinkat, remove, rmdir).  Errors come back as they are
+ * (ENOENT, EEXIST, ENOTEMPTY).  Run in stand-ins for machines, each node
+ * with its own disk at $PATHS_DIR (tests/multinode/machines.sh), the
+ * worker's calls reach the master's disk or fail.
+ * RESULT ok=1 checks=N (check.h) */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <utime.h>
+
+#include "check.h"
+
+static struct gate to_worker = GATE_INITIALIZER, to_main = GATE_INITIALIZER;
+static char dir[PATH_MAX], real_b[PATH_MAX + 8]; /* real_b: dir/sub/b without links */
+
+/* dir/name, in a static buffer of its own per slot */
+static const char *in(int slot, const char *name)
+{
+    static char buf[8][PATH_MAX + 64];
+    snprintf(buf[slot], sizeof buf[slot], "%s/%s", dir, name);
+    return buf[slot];
+}
+
+static long long size_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) ? -errno : (long long)st.st_size;
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    struct stat st;
+    char buf[64];
+    CHECK("w_gate_1", gate_wait(&to_worker, 1));
+    /* main's file, found */
+    CHECK_EQ("w_stat", stat(in(0, "a"), &st), 0);
+    CHECK_EQ("w_stat_size", st.st_size, 10);
+    CHECK("w_stat_reg", S_ISREG(st.st_mode));
+    CHECK_EQ("w_lstat", lstat(in(0, "a"), &st), 0);
+    CHECK_EQ("w_fstatat", fstatat(AT_FDCWD, in(0, "a"), &st, 0), 0);
+    struct statx sx;
+    CHECK_EQ("w_statx", statx(AT_FDCWD, in(0, "a"), 0, STATX_SIZE, &sx), 0);
+    CHECK_EQ("w_statx_size", sx.stx_size, 10);
+    CHECK_EQ("w_access", access(in(0, "a"), R_OK | W_OK), 0);
+    CHECK_EQ("w_faccessat", faccessat(AT_FDCWD, in(0, "a"), R_OK, AT_EACCESS), 0);
+    errno = 0;
+    CHECK_EQ("w_access_missing", access(in(0, "missing"), F_OK), -1);
+    CHECK_ERR("w_access_missing_errno", errno, ENOENT);
+    errno = 0;
+    CHECK_EQ("w_stat_missing", stat(in(0, "missing"), &st), -1);
+    CHECK_ERR("w_stat_missing_errno", errno, ENOENT);
+    /* relative to main's working directory, the new directory */
+    CHECK_EQ("w_stat_relative", stat("a", &st), 0);
+    /* the worker's changes */
+    CHECK_EQ("w_mkdir", mkdir(in(0, "sub"), 0750), 0);
+    errno = 0;
+    CHECK_EQ("w_mkdir_again", mkdir("sub", 0750), -1);
+    CHECK_ERR("w_mkdir_again_errno", errno, EEXIST);
+    CHECK_EQ("w_rename", rename(in(0, "a"), in(1, "sub/b")), 0);
+    CHECK_EQ("w_link", link(in(0, "sub/b"), "c"), 0);
+    CHECK_EQ("w_symlink", symlink("sub/b", in(0, "l")), 0);
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ("w_readlink", readlink(in(0, "l"), buf, sizeof buf), 5);
+    CHECK("w_readlink_text", !strcmp(buf, "sub/b"));
+    CHECK_EQ("w_readlinkat", readlinkat(AT_FDCWD, "l", buf, 3), 3);
+    char *rp = realpath(in(0, "l"), NULL), rbuf[PATH_MAX];
+    CHECK("w_realpath", rp && !strcmp(rp, real_b));
+    free(rp);
+    CHECK("w_realpath_relative", realpath("sub/../l", rbuf) && !strcmp(rbuf, real_b));
+    errno = 0;
+    CHECK("w_realpath_missing", !realpath("missing/x", rbuf));
+    CHECK_ERR("w_realpath_missing_errno", errno, ENOENT);
+    CHECK_EQ("w_chmod", chmod("c", 0604), 0);
+    CHECK_EQ("w_truncate", truncate(in(0, "c"), 3), 0);
+    struct timeval tv[2] = { { 1000, 0 }, { 2000, 0 } };
+    CHECK_EQ("w_utimes", utimes("c", tv), 0);
+    struct timespec ts[2] = { { 3000, 0 }, { UTIME_OMIT, UTIME_OMIT } };
+    CHECK_EQ("w_utimensat", utimensat(AT_FDCWD, in(0, "sub/b"), ts, 0), 0);
+    CHECK_EQ("w_mkfifo", mkfifo(in(0, "fifo"), 0600), 0);
+    errno = 0;
+    CHECK_EQ("w_renameat2_noreplace",
+             renameat2(AT_FDCWD, in(0, "fifo"), AT_FDCWD, in(1, "c"), RENAME_NOREPLACE), -1);
+    CHECK_ERR("w_renameat2_noreplace_errno", errno, EEXIST);
+    gate_set(&to_main, 1);
+
+    /* main's changes, found; then everything removed */
+    CHECK("w_gate_2", gate_wait(&to_worker, 2));
+    CHECK_EQ("w_size_main_wrote", size_of(in(0, "sub/m")), 4);
+    CHECK_EQ("w_chmod_by_main", stat(in(0, "sub/m"), &st) ? -1 : (int)(st.st_mode & 0777), 0640);
+    errno = 0;
+    CHECK_EQ("w_rmdir_not_empty", rmdir(in(0, "sub")), -1);
+    CHECK_ERR("w_rmdir_not_empty_errno", errno, ENOTEMPTY);
+    CHECK_EQ("w_unlink", unlink(in(0, "c")), 0);
+    CHECK_EQ("w_unlinkat", unlinkat(AT_FDCWD, "l", 0), 0);
+    CHECK_EQ("w_remove_fifo", remove(in(0, "fifo")), 0);
+    CHECK_EQ("w_unlink_b", unlink(in(0, "sub/b")), 0);
+    CHECK_EQ("w_unlink_m", unlink("sub/m"), 0);
+    CHECK_EQ("w_remove_dir", remove(in(0, "sub")), 0);
+    errno = 0;
+    CHECK_EQ("w_unlink_gone", unlink(in(0, "c")), -1);
+    CHECK_ERR("w_unlink_gone_errno", errno, ENOENT);
+    gate_set(&to_main, 2);
+    return NULL;
+}
+
+int main(void)
+{
+    check_start();
+    mode_t mask = umask(022);
+    umask(mask);
+    const char *base = getenv("PATHS_DIR");
+    snprintf(dir, sizeof dir, "%s/cables-paths-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("paths: mkdtemp");
+        return 1;
+    }
+    int fd = open(in(2, "a"), O_CREAT | O_WRONLY | O_EXCL, 0644);
+    CHECK_GE("m_open", fd, 0);
+    CHECK_EQ("m_write", write(fd, "0123456789", 10), 10);
+    CHECK_EQ("m_close", close(fd), 0);
+    CHECK_EQ("m_chdir", chdir(dir), 0);
+    char rdir[PATH_MAX];
+    CHECK("m_realpath", realpath(dir, rdir) != NULL);
+    snprintf(real_b, sizeof real_b, "%s/sub/b", rdir);
+    pthread_t t;
+    CHECK_EQ("m_create", pthread_create(&t, NULL, worker, NULL), 0);
+    gate_set(&to_worker, 1);
+
+    CHECK("m_gate_1", gate_wait(&to_main, 1));
+    struct stat st, sl;
+    errno = 0;
+    CHECK_EQ("m_a_moved", stat(in(2, "a"), &st), -1);
+    CHECK_ERR("m_a_moved_errno", errno, ENOENT);
+    CHECK_EQ("m_b", stat(in(2, "sub/b"), &st), 0);
+    CHECK_EQ("m_b_truncated", st.st_size, 3);
+    CHECK_EQ("m_b_links", st.st_nlink, 2);
+    CHECK_EQ("m_b_mode", st.st_mode & 0777, 0604);
+    CHECK_EQ("m_b_mtime", st.st_mtim.tv_sec, 2000);
+    CHECK_EQ("m_b_atime", st.st_atim.tv_sec, 3000);
+    CHECK_EQ("m_sub_mode", stat(in(2, "sub"), &sl) ? -1 : (int)(sl.st_mode & 07777), 0750 & ~mask);
+    CHECK_EQ("m_l", lstat(in(2, "l"), &sl), 0);
+    CHECK("m_l_symlink", S_ISLNK(sl.st_mode));
+    CHECK_EQ("m_fifo", stat(in(2, "fifo"), &sl), 0);
+    CHECK("m_fifo_is_fifo", S_ISFIFO(sl.st_mode));
+    fd = open(in(2, "sub/m"), O_CREAT | O_WRONLY, 0600);
+    CHECK_GE("m_open_m", fd, 0);
+    CHECK_EQ("m_write_m", write(fd, "main", 4), 4);
+    CHECK_EQ("m_close_m", close(fd), 0);
+    CHECK_EQ("m_chmod_m", chmod(in(2, "sub/m"), 0640), 0);
+    gate_set(&to_worker, 2);
+
+    CHECK("m_gate_2", gate_wait(&to_main, 2));
+    CHECK_EQ("m_join", pthread_join(t, NULL), 0);
+    errno = 0;
+    CHECK_EQ("m_sub_gone", stat(in(2, "sub"), &st), -1);
+    CHECK_ERR("m_sub_gone_errno", errno, ENOENT);
+    CHECK_EQ("m_chdir_out", chdir("/"), 0);
+    CHECK_EQ("m_rmdir", rmdir(dir), 0);
+    return check_finish();
+}
