@@ -195,6 +195,10 @@ void cb_dispatch(const cb_msg_t *m, const void *payload, size_t len);
 
 /* transport.c: UCX, used by the comm thread only */
 int cb_xport_init(void);            /* context + worker; returns event fd */
+/* before init, UCX_TLS unset: all but shared memory, peer failures
+ * reported or not (as on every node) */
+void cb_xport_leave_out_shm(bool peer_errors);
+bool cb_xport_peer_errors(void);  /* asked for peer failure reports */
 void cb_xport_fini(void);
 size_t cb_xport_address(void **addr); /* this worker's address */
 void cb_xport_add_peer(int node, const void *addr, size_t len);

@@ -55,10 +55,9 @@ typedef struct {
     uint32_t addr_len;
 } cb_node_info_t; /* followed by the UCX address */
 
-static place_t places[CB_MAX_NODES];
-/* two launched nodes so (a << 32 | b, a != b), or 0; the master tells
- * the nodes it attaches, which then go without shared memory too */
-static uint64_t job_split;
+static place_t places[CB_MAX_NODES]; /* of the nodes this one knows (places_mu) */
+static cb_mutex_t places_mu = CB_MUTEX_INIT;
+static bool master_peer_errors; /* an attached node: the master's endpoints report them */
 
 static place_t place_here(void)
 {
@@ -88,11 +87,11 @@ static bool netns_split(const place_t *a, const place_t *b)
  * and with cma too the first one never arrived (the start hung).  So UCX
  * goes without them there (TCP, as between machines); transports named
  * in UCX_TLS that need them are refused (before UCX starts). */
-static void netns_avoid_shm(int a, int b)
+static void netns_avoid_shm(int a, int b, bool peer_errors)
 {
     const char *tls = getenv("UCX_TLS");
     if (!tls || !*tls) {
-        setenv("UCX_TLS", "^sm", 1);
+        cb_xport_leave_out_shm(peer_errors);
         return;
     }
     unsigned n;
@@ -143,7 +142,9 @@ static void add_node(const cb_node_info_t *i)
     cb.pids[i->node] = i->pid;
     cb.sum_seeds[i->node] = i->sum_seed;
     memcpy(cb.hosts[i->node], i->host, sizeof cb.hosts[0]);
+    cb_mutex_lock(&places_mu);
     places[i->node] = i->place;
+    cb_mutex_unlock(&places_mu);
     if (i->node != cb.self)
         cb_xport_add_peer(i->node, i + 1, i->addr_len);
     last_heard[i->node] = cb_now_ns();
@@ -210,10 +211,21 @@ static void spawn_node(int k)
         return;
     }
     if (spawned) {
-        uint64_t hdr[4] = { (uint64_t)k, (uint64_t)cb.launched, master_info_len, job_split };
+        uint64_t hdr[4] = { (uint64_t)k, (uint64_t)cb.launched, master_info_len,
+                            cb_xport_peer_errors() };
         rc = MPI_Send(hdr, 4, MPI_UINT64_T, 0, 0, ic);
         if (rc == MPI_SUCCESS)
             rc = MPI_Send(master_info, (int)master_info_len, MPI_BYTE, 0, 0, ic);
+        /* where the nodes numbered before it run (netns_split) */
+        place_t *pl = malloc(k * sizeof *pl);
+        if (!pl)
+            cb_die("node 0: out of memory attaching node %d", k);
+        cb_mutex_lock(&places_mu);
+        memcpy(pl, places, k * sizeof *pl);
+        cb_mutex_unlock(&places_mu);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Send(pl, (int)(k * sizeof *pl), MPI_BYTE, 0, 0, ic);
+        free(pl);
         inter[k] = ic;
     }
     if (rc != MPI_SUCCESS || err != MPI_SUCCESS) {
@@ -390,35 +402,47 @@ void cb_node_start(int *argc, char ***argv)
             MPI_Recv(m0, (int)hdr[2], MPI_BYTE, 0, 0, parent, MPI_STATUS_IGNORE);
             rank = (int)hdr[0];
             size = (int)hdr[1];
-            job_split = hdr[3];
+            master_peer_errors = hdr[3] != 0;
+            if (rank < 0 || rank >= CB_MAX_NODES)
+                cb_die("node %d: bad node number from the master", rank);
+            MPI_Recv(places, (int)(rank * sizeof *places), MPI_BYTE, 0, 0, parent,
+                     MPI_STATUS_IGNORE);
         }
         if (size > CB_MAX_NODES)
             cb_die("%d nodes asked, at most %d supported", size, CB_MAX_NODES);
         cb.self = rank;
         cb.launched = size;
-        /* before UCX starts: which nodes share this one's machine but not
-         * its network namespace (an attached node knows the master's
-         * place, and whether the launched nodes had such pairs) */
+        /* before UCX starts: does a node known now share this one's
+         * machine but not its network namespace?  (An attached node knows
+         * those numbered before it; one attached later checks against
+         * this one.)  Peer failures are reported on every node or none:
+         * where every launched node goes without shared memory, they are
+         * (as for UCX_TLS=tcp), and a node attached later follows the
+         * master. */
         places[rank] = place_here();
-        if (parent == MPI_COMM_NULL) {
+        if (parent == MPI_COMM_NULL)
             MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places, sizeof *places, MPI_BYTE,
                           MPI_COMM_WORLD);
-            int apart = -1;
-            for (int a = 0; a < size; a++)
-                for (int b = 0; b < size; b++)
-                    if (netns_split(&places[a], &places[b])) {
-                        if (!job_split)
-                            job_split = (uint64_t)a << 32 | (uint64_t)b;
-                        if (a == rank && apart < 0)
-                            apart = b;
-                    }
-            if (apart >= 0)
-                netns_avoid_shm(rank, apart);
-        } else if (netns_split(&places[rank], &((cb_node_info_t *)m0)->place)) {
-            netns_avoid_shm(rank, 0);
-        } else if (job_split) {
-            netns_avoid_shm((int)(job_split >> 32), (int)(uint32_t)job_split);
+        int known = parent == MPI_COMM_NULL ? size : rank, apart = -1, all_apart = 1;
+        for (int a = 0; a < known; a++) {
+            int b = 0;
+            while (b < known && (b == a || !netns_split(&places[a], &places[b])))
+                b++;
+            if (b == known)
+                all_apart = 0;
+            else if (a == rank)
+                apart = b;
         }
+        if (parent != MPI_COMM_NULL) {
+            for (int k = 0; k < known && apart < 0; k++)
+                if (netns_split(&places[rank], &places[k]))
+                    apart = k;
+            if (master_peer_errors && apart < 0)
+                apart = 0; /* none here, but the others went without it */
+            all_apart = master_peer_errors;
+        }
+        if (apart >= 0)
+            netns_avoid_shm(rank, apart, all_apart);
     }
     if (cb.cfg.max_nodes && cb.cfg.max_nodes < cb.launched)
         cb_die("CABLES_MAX_NODES=%d is less than the %d nodes launched", cb.cfg.max_nodes,

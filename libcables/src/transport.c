@@ -17,6 +17,19 @@ static size_t peer_len[CB_MAX_NODES];
 static ucp_address_t *my_addr;
 static ucp_err_handling_mode_t err_mode;
 static size_t my_len;
+static int forced_err = -1; /* cb_xport_leave_out_shm's, or -1 */
+
+/* A node of one machine in another network namespace than a node there
+ * (node.c): UCX_TLS was unset.  Every node asks for the same error
+ * handling, which node.c decides: endpoints that differ in it did not
+ * connect (Endpoint timeout). */
+void cb_xport_leave_out_shm(bool peer_errors)
+{
+    setenv("UCX_TLS", "^sm", 1);
+    forced_err = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+}
+
+bool cb_xport_peer_errors(void) { return err_mode == UCP_ERR_HANDLING_MODE_PEER; }
 
 static void check(ucs_status_t s, const char *what)
 {
@@ -62,6 +75,8 @@ static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
  * find a dead node. */
 static ucp_err_handling_mode_t pick_err_mode(void)
 {
+    if (forced_err >= 0)
+        return (ucp_err_handling_mode_t)forced_err;
     unsigned n;
     bool except; /* only tcp, or all but sm */
     unsigned tcp = cb_ucx_tls_in((const char *const[]){ "tcp", NULL }, &n, &except),

@@ -443,14 +443,17 @@ int creat(const char *path, mode_t mode)
 /* ---- calls on paths ----
  * The file system is the master's, as the descriptors are: on another
  * node an application thread's call on a path (but /proc and /sys, which
- * are its node's, and a path relative to a directory stream's descriptor,
- * which is its node's too) is made at the master.  On separate machines a
- * file that open made there is then found by stat, access, rename... of
- * any thread, and a directory made by one is there for every other's
- * open. */
-static bool at_master(int dir, const char *path)
+ * are its node's, and a path relative to a descriptor of its node's own)
+ * is made at the master.  On separate machines a file that open made there
+ * is then found by stat, access, rename... of any thread, and a directory
+ * made by one is there for every other's open.  Directory streams:
+ * dirs.c. */
+#define at_master shim_master_path
+
+void shim_path_touch(const char *path)
 {
-    return shim_remote_fd(dir == AT_FDCWD ? -1 : dir) && !shim_local_path(dir, path);
+    if (path_ours(path))
+        PATH(path);
 }
 
 /* call with the paths a and b (b may be NULL) as the kernel reads them */
@@ -509,9 +512,12 @@ int mkdir(const char *path, mode_t mode)
 
 int mknodat(int dir, const char *path, mode_t mode, dev_t dev)
 {
-    if (at_master(dir, path))
+    if (at_master(dir, path)) {
+        if ((unsigned)dev != dev) /* as libc: the kernel's is 32 bits */
+            return errno = EINVAL, -1;
         return (int)shim_rs_path(SYS_mknodat, AT(dir), P(path), mode, (int64_t)dev, 0, PATH_A1, -1, 0,
                                  -1, 0, 0);
+    }
     return LOCAL1(path, LIBC(mknodat)(dir, path, mode, dev));
 }
 
@@ -521,9 +527,9 @@ int mkfifo(const char *path, mode_t mode) { return mknodat(AT_FDCWD, path, mode 
 
 int faccessat(int dir, const char *path, int mode, int flags)
 {
-    if (at_master(dir, path))
-        return (int)shim_rs_path(SYS_faccessat2, AT(dir), P(path), mode, flags, 0, PATH_A1, -1, 0, -1,
-                                 0, 0);
+    if (at_master(dir, path)) /* faccessat2 (Linux 5.8) only for flags */
+        return (int)shim_rs_path(flags ? SYS_faccessat2 : SYS_faccessat, AT(dir), P(path), mode,
+                                 flags, 0, PATH_A1, -1, 0, -1, 0, 0);
     return LOCAL1(path, LIBC(faccessat)(dir, path, mode, flags));
 }
 
@@ -569,7 +575,14 @@ int fchmodat(int dir, const char *path, mode_t mode, int flags)
         if (flags) { /* AT_SYMLINK_NOFOLLOW: libc's goes through /proc, which is the node's */
             int r = (int)shim_rs_path(SYS_fchmodat2, AT(dir), P(path), mode, flags, 0, PATH_A1, -1,
                                       0, -1, 0, 0);
-            return r == -1 && errno == ENOSYS ? (errno = EOPNOTSUPP, -1) : r;
+            if (r != -1 || errno != ENOSYS || flags != AT_SYMLINK_NOFOLLOW)
+                return r;
+            /* before Linux 6.6, as libc: a link cannot change its mode, a file can */
+            struct stat st;
+            if (fstatat(dir, path, &st, AT_SYMLINK_NOFOLLOW))
+                return -1;
+            if (S_ISLNK(st.st_mode))
+                return errno = EOPNOTSUPP, -1;
         }
         return (int)shim_rs_path(SYS_fchmodat, AT(dir), P(path), mode, 0, 0, PATH_A1, -1, 0, -1, 0, 0);
     }
@@ -601,18 +614,14 @@ int truncate(const char *path, off_t len)
 
 int truncate64(const char *path, off64_t len) { return truncate(path, (off_t)len); }
 
+#define TIMES_IF(t) (ours(t, 2 * sizeof *(t)) ? present(t, 2 * sizeof *(t), false) : (void)0)
+
 int utimensat(int dir, const char *path, const struct timespec t[2], int flags)
 {
-    /* Linux takes NULL: descriptor dir's file.  libc declares the path
-     * non-null, so the compiler must not see where the test's value is from */
-    const char *p = path;
-    __asm__("" : "+r"(p));
-    bool named = p != NULL;
-    if (named ? at_master(dir, path) : shim_remote_fd(dir))
-        return (int)shim_rs_path(SYS_utimensat, AT(dir), P(path), P(t), flags, 0, named ? PATH_A1 : 0,
-                                 2, 2 * sizeof *t, -1, 0, 0);
-    return named ? LOCAL1(path, LIBC(utimensat)(dir, path, t, flags))
-                 : LIBC(utimensat)(dir, path, t, flags);
+    if (at_master(dir, path))
+        return (int)shim_rs_path(SYS_utimensat, AT(dir), P(path), P(t), flags, 0, PATH_A1, 2,
+                                 2 * sizeof *t, -1, 0, 0);
+    return RETRY((PATH_IF(path), TIMES_IF(t)), LIBC(utimensat)(dir, path, t, flags));
 }
 
 void *shim_malloc(size_t n) __asm__("malloc"); /* the program's (heap.c) */
@@ -643,7 +652,7 @@ char *__realpath_chk(const char *path, char *resolved, size_t len)
 int utimes(const char *path, const struct timeval tv[2])
 {
     if (!at_master(AT_FDCWD, path))
-        return LOCAL1(path, LIBC(utimes)(path, tv));
+        return RETRY((PATH_IF(path), TIMES_IF(tv)), LIBC(utimes)(path, tv));
     struct timespec t[2];
     for (int i = 0; tv && i < 2; i++)
         t[i] = (struct timespec){ tv[i].tv_sec, tv[i].tv_usec * 1000 };
@@ -653,35 +662,10 @@ int utimes(const char *path, const struct timeval tv[2])
 int utime(const char *path, const struct utimbuf *u)
 {
     if (!at_master(AT_FDCWD, path))
-        return LOCAL1(path, LIBC(utime)(path, u));
+        return RETRY((PATH_IF(path), u && ours(u, sizeof *u) ? present(u, sizeof *u, false) : (void)0),
+                     LIBC(utime)(path, u));
     struct timespec t[2] = { { u ? u->actime : 0, 0 }, { u ? u->modtime : 0, 0 } };
     return utimensat(AT_FDCWD, path, u ? t : NULL, 0);
-}
-
-/* A directory stream is the node's own, as its descriptor (libc opens it
- * past the shim, in the process's working directory: process.c): marked
- * so, calls on dirfd() (fstat, openat, fchdir) are made here, not at the
- * master on a descriptor of that number.  opendir fails with EFAULT. */
-DIR *opendir(const char *path)
-{
-    DIR *d = NULL;
-    for (int t = 0; t < TRIES && !d; t++) {
-        if (path_ours(path))
-            PATH(path);
-        d = LIBC(opendir)(path);
-        if (!d && errno != EFAULT)
-            break;
-    }
-    if (d && shim_remote_fd(-1))
-        shim_local_opened(dirfd(d));
-    return d;
-}
-
-int closedir(DIR *d)
-{
-    if (cb_app_thread)
-        shim_local_closed(dirfd(d));
-    return LIBC(closedir)(d);
 }
 
 /* fopen fails with EFAULT and returns NULL */

@@ -60,8 +60,8 @@ int chdir(const char *path)
     return change(CB_PROC_CHDIR, 0, path, NULL, NULL);
 }
 
-/* A descriptor of the master's, or of this node's own (an opendir's, a
- * /proc directory): the process goes to the directory it names here. */
+/* A descriptor of the master's, or of this node's own (a /proc
+ * directory's): the process goes to the directory it names here. */
 int fchdir(int fd)
 {
     if (!shared_change())

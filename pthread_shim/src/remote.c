@@ -1051,6 +1051,8 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         return (*err = cb_proc_change((int)a[0], a[1], (const char *)(uintptr_t)a[2],
                                       (const char *)(uintptr_t)a[3], (int64_t *)(uintptr_t)a[4]))
                    ? -1 : 0;
+    if (op >= SHIM_RS_OPENDIR)
+        return shim_dir_exec(op, a, err);
     if (op == RS_REALPATH)
         return realpath((const char *)(uintptr_t)a[0], (char *)(uintptr_t)a[1]) ? 0
                                                                                 : (*err = errno, -1);

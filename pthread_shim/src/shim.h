@@ -7,6 +7,7 @@
 #ifndef CABLES_SHIM_H
 #define CABLES_SHIM_H
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
@@ -72,6 +73,17 @@ static inline bool shim_remote_fd(int fd)
     return cb_app_thread && cb.self != 0 && fd != 1 && fd != 2 && !shim_local_fd(fd);
 }
 bool shim_local_path(int dir, const char *path); /* a path of /proc or /sys */
+/* a call on path relative to dir is made at the master (io.c: the file
+ * system is the master's) */
+static inline bool shim_master_path(int dir, const char *path)
+{
+    return path && shim_remote_fd(dir == AT_FDCWD ? -1 : dir) && !shim_local_path(dir, path);
+}
+void shim_path_touch(const char *path); /* present, if it is in shared memory */
+/* directory streams at the master (dirs.c), made by cb_rsys_lib */
+enum { SHIM_RS_OPENDIR = CB_RSYS_LIB + 0x100, SHIM_RS_FDOPENDIR, SHIM_RS_READDIR,
+       SHIM_RS_SEEKDIR, SHIM_RS_REWINDDIR, SHIM_RS_CLOSEDIR };
+long shim_dir_exec(int64_t op, int64_t a[6], int *err);
 int shim_local_opened(int fd);                   /* fd is such a descriptor: fd */
 void shim_local_closed(int fd);                  /* fd, if one, is no more */
 FILE *shim_local_stream(FILE *f);                /* f is this node's: f */

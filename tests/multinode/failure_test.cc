@@ -200,7 +200,8 @@ TEST(Launcher, HostfileMissing)
                    { "--hostfile '/nonexistent/hosts'" });
 }
 
-// The machines given are mpirun's: this one, by either option
+// The machines given are mpirun's: this one, by either option; one that
+// does not exist fails the run
 TEST(Launcher, MachinesGivenByHostOrHostfile)
 {
     char path[] = "/tmp/cables-hostfile-XXXXXX";
@@ -217,6 +218,13 @@ TEST(Launcher, MachinesGivenByHostOrHostfile)
         EXPECT_EQ(mn::get_ll(r, "threads"), 2) << res.describe();
     }
     unlink(path);
+    // and a machine that does not exist is tried (mpirun's ssh names it)
+    auto res = mn::run({ mn::launcher(), "-n", "2", "-t", "tcp", "--host", "nosuchhost.invalid:2",
+                         "--", mn::prog("counter"), "200", "1" },
+                       {}, 60);
+    ASSERT_FALSE(res.timed_out) << res.describe();
+    EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
+    EXPECT_NE(res.output.find("nosuchhost"), std::string::npos) << res.describe();
 }
 
 TEST(Launcher, ThreadsPerNodeBogus)

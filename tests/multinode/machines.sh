@@ -43,10 +43,15 @@ if [ "$cmd" = down ]; then
     exit 0
 fi
 command -v ip >/dev/null || die "ip (iproute2) is not installed: run scripts/setup.sh"
-# a /24 of 10.0.0.0/8 picked from the name, not one the host uses already
+[ ! -e "/run/netns/${name}0" ] || die "namespaces $name* exist already: machines.sh down $name N first"
+# a /24 of 10.0.0.0/8 that the host does not use (its routes), from the name
+routes=$(ip -4 route show)
 h=$(( $(printf '%s' "$name" | cksum | cut -d' ' -f1) % 250 + 2 ))
-net=10.$h.$(( $$ % 250 + 2 ))
-ip -4 route show | grep -q "^$net\." && die "subnet $net.0/24 is in use here; try another NAME"
+for ((i = 0; i < 250; i++)); do
+    net=10.$h.$(( (h + i) % 250 + 2 ))
+    case "$routes" in *"$net."*) ;; *) break ;; esac
+done
+case "$routes" in *"$net."*) die "no free subnet 10.$h.*.0/24 here; try another NAME" ;; esac
 trap '"$0" down "$name" "$n" >/dev/null 2>&1' ERR
 ip link add "${name}b" type bridge
 ip addr add "$net.1/24" dev "${name}b"
@@ -58,5 +63,8 @@ for ((k = 0; k < n; k++)); do
     ip -n "$name$k" addr add "$net.$((k + 10))/24" dev eth0
     ip -n "$name$k" link set eth0 up
     ip -n "$name$k" link set lo up
+    # the host's other addresses (where nodes attached later listen too)
+    # through the bridge, as a LAN's machines reach each other
+    ip -n "$name$k" route add default via "$net.1"
 done
 echo "$net.0/24"

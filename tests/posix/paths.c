@@ -1,7 +1,8 @@
 /* paths: calls on paths find what other threads made, on any node.  Main
  * makes a directory (in $PATHS_DIR, else /tmp) and a file in it; a worker
  * (on 2 nodes: node 1) finds the file (stat, lstat, fstatat, statx,
- * access, faccessat) and changes the tree (mkdir, rename, link, symlink,
+ * access, faccessat), lists it (opendir, readdir, telldir, seekdir,
+ * rewinddir, dirfd, fdopendir, scandir, glob) and changes the tree (mkdir, rename, link, symlink,
  * readlink, realpath, chmod, truncate, utimes, utimensat, mkfifo,
  * renameat2), with relative paths too after main's chdir; main then finds
  * the worker's changes, makes more, and the worker removes them all
@@ -11,7 +12,9 @@
  * worker's calls reach the master's disk or fail.
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -29,6 +32,16 @@ static const char *in(int slot, const char *name)
     static char buf[8][PATH_MAX + 64];
     snprintf(buf[slot], sizeof buf[slot], "%s/%s", dir, name);
     return buf[slot];
+}
+
+/* entries of an open stream from where it is; first: the first one's name */
+static int count(DIR *d, char *first, size_t n)
+{
+    int k = 0;
+    for (struct dirent *e; d && (e = readdir(d)); k++)
+        if (!k && first)
+            snprintf(first, n, "%s", e->d_name);
+    return k;
 }
 
 static long long size_of(const char *path)
@@ -60,6 +73,47 @@ static void *worker(void *arg)
     errno = 0;
     CHECK_EQ("w_stat_missing", stat(in(0, "missing"), &st), -1);
     CHECK_ERR("w_stat_missing_errno", errno, ENOENT);
+    /* its directory, listed: ".", ".." and "a" */
+    DIR *d = opendir(dir);
+    CHECK("w_opendir", d != NULL);
+    CHECK_EQ("w_readdir", count(d, NULL, 0), 3);
+    rewinddir(d);
+    char first[256] = "", again[256] = "";
+    CHECK("w_readdir_first", readdir(d) != NULL);
+    long pos = telldir(d);
+    CHECK_EQ("w_readdir_rest", count(d, first, sizeof first), 2);
+    seekdir(d, pos);
+    CHECK_EQ("w_seekdir", count(d, again, sizeof again), 2);
+    CHECK("w_seekdir_same", first[0] && !strcmp(first, again));
+    struct stat sd, sdir;
+    CHECK_EQ("w_fstat_dirfd", fstat(dirfd(d), &sd), 0);
+    CHECK_EQ("w_stat_dir", stat(dir, &sdir), 0);
+    CHECK_EQ("w_dirfd_is_the_dir", sd.st_ino, sdir.st_ino);
+    int fa = openat(dirfd(d), "a", O_RDONLY);
+    CHECK_GE("w_openat_dirfd", fa, 0);
+    CHECK_EQ("w_read_a", read(fa, buf, 10), 10);
+    CHECK("w_read_a_text", !memcmp(buf, "0123456789", 10));
+    close(fa);
+    CHECK_EQ("w_closedir", closedir(d), 0);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    CHECK("w_fdopendir", d != NULL);
+    CHECK_EQ("w_fdopendir_readdir", count(d, NULL, 0), 3);
+    CHECK_EQ("w_fdopendir_closedir", d ? closedir(d) : -1, 0);
+    struct dirent **list = NULL;
+    CHECK_EQ("w_scandir", scandir(dir, &list, NULL, alphasort), 3);
+    CHECK("w_scandir_sorted", list && !strcmp(list[0]->d_name, ".") && !strcmp(list[2]->d_name, "a"));
+    for (int i = 0; list && i < 3; i++)
+        free(list[i]);
+    free(list);
+    glob_t g;
+    CHECK_EQ("w_glob", glob(in(0, "*"), 0, NULL, &g), 0);
+    CHECK_EQ("w_glob_count", g.gl_pathc, 1);
+    CHECK("w_glob_a", g.gl_pathc == 1 && !strcmp(g.gl_pathv[0], in(1, "a")));
+    globfree(&g);
+    errno = 0;
+    CHECK("w_opendir_missing", opendir(in(0, "missing")) == NULL);
+    CHECK_ERR("w_opendir_missing_errno", errno, ENOENT);
     /* relative to main's working directory, the new directory */
     CHECK_EQ("w_stat_relative", stat("a", &st), 0);
     /* the worker's changes */
@@ -98,6 +152,16 @@ static void *worker(void *arg)
     CHECK("w_gate_2", gate_wait(&to_worker, 2));
     CHECK_EQ("w_size_main_wrote", size_of(in(0, "sub/m")), 4);
     CHECK_EQ("w_chmod_by_main", stat(in(0, "sub/m"), &st) ? -1 : (int)(st.st_mode & 0777), 0640);
+    list = NULL;
+    CHECK_EQ("w_scandir_sub", scandir("sub", &list, NULL, alphasort), 4); /* . .. b m */
+    CHECK("w_scandir_sub_names", list && !strcmp(list[2]->d_name, "b") && !strcmp(list[3]->d_name, "m"));
+    for (int i = 0; list && i < 4; i++)
+        free(list[i]);
+    free(list);
+    CHECK_EQ("w_glob_sub", glob("sub/*", 0, NULL, &g), 0);
+    CHECK("w_glob_sub_names", g.gl_pathc == 2 && !strcmp(g.gl_pathv[0], "sub/b") &&
+                                  !strcmp(g.gl_pathv[1], "sub/m"));
+    globfree(&g);
     errno = 0;
     CHECK_EQ("w_rmdir_not_empty", rmdir(in(0, "sub")), -1);
     CHECK_ERR("w_rmdir_not_empty_errno", errno, ENOTEMPTY);
