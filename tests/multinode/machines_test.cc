@@ -130,4 +130,30 @@ TEST_F(Machines, PathCallsFindTheMastersDisk)
         << "the worker did not run on node 1\n" << res.describe();
 }
 
+// Every relinked POSIX program of tests/posix, its worker threads on
+// node 1 in another namespace than main's (the disk shared)
+class MachinesPosix : public Machines, public ::testing::WithParamInterface<const char *> {};
+
+TEST_P(MachinesPosix, PassesWithNodesInTwoNamespaces)
+{
+    if (getenv("CABLES_SANITIZE"))
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto res = mn::run_cables(2, "auto", script(),
+                              { "exec", name_, mn::build_dir() + "/tests/posix/" + GetParam() },
+                              env({ { "CABLES_STATS", "1" } }), {}, 120);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_GT(mn::node_stat(res.output, 1, "faults read="), 0) << "nothing ran on node 1\n"
+                                                               << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Separate, MachinesPosix,
+                         ::testing::Values("threads", "mutex", "cond", "barrier",
+                                           "rwlock_spin_sem", "heap", "heap_reuse", "io",
+                                           "syscalls", "thread_ops", "files", "mmaps", "rand",
+                                           "process", "paths"),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                             return std::string(i.param);
+                         });
+
 } // namespace
