@@ -81,6 +81,15 @@ static bool netns_split(const place_t *a, const place_t *b)
     return a->boot[0] && !strcmp(a->boot, b->boot) && a->netns != b->netns;
 }
 
+/* the first of nodes [0, n) but node in such a place apart from node, or -1 */
+static int split_from(int node, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (k != node && netns_split(&places[node], &places[k]))
+            return k;
+    return -1;
+}
+
 /* Such nodes can map each other's memory, so UCX offers them its
  * shared-memory transports, but those wake a peer through a socket of
  * its network namespace: across namespaces a message waits for a poll,
@@ -423,20 +432,12 @@ void cb_node_start(int *argc, char ***argv)
         if (parent == MPI_COMM_NULL)
             MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places, sizeof *places, MPI_BYTE,
                           MPI_COMM_WORLD);
-        int known = parent == MPI_COMM_NULL ? size : rank, apart = -1, all_apart = 1;
-        for (int a = 0; a < known; a++) {
-            int b = 0;
-            while (b < known && (b == a || !netns_split(&places[a], &places[b])))
-                b++;
-            if (b == known)
-                all_apart = 0;
-            else if (a == rank)
-                apart = b;
-        }
-        if (parent != MPI_COMM_NULL) {
-            for (int k = 0; k < known && apart < 0; k++)
-                if (netns_split(&places[rank], &places[k]))
-                    apart = k;
+        int apart = split_from(rank, parent == MPI_COMM_NULL ? size : rank);
+        bool all_apart = true;
+        if (parent == MPI_COMM_NULL) {
+            for (int a = 0; a < size && all_apart; a++)
+                all_apart = split_from(a, size) >= 0;
+        } else {
             if (master_peer_errors && apart < 0)
                 apart = 0; /* none here, but the others went without it */
             all_apart = master_peer_errors;

@@ -66,38 +66,13 @@ static rdir_t *rdir(DIR *d)
 
 /* ---- at the master ---- */
 
-static cb_mutex_t open_mu = CB_MUTEX_INIT;
-static DIR **open_dirs; /* the streams opened for other nodes */
-static size_t nopen, capopen;
-
-static bool opened(DIR *d, bool drop)
-{
-    bool found = false;
-    cb_mutex_lock(&open_mu);
-    for (size_t i = 0; i < nopen && !found; i++)
-        if (open_dirs[i] == d) {
-            found = true;
-            if (drop)
-                open_dirs[i] = open_dirs[--nopen];
-        }
-    cb_mutex_unlock(&open_mu);
-    return found;
-}
+static shim_set_t opened = SHIM_SET_INIT; /* the streams opened for other nodes */
 
 static int64_t add_open(DIR *d, int *fd)
 {
     if (!d)
         return -1;
-    cb_mutex_lock(&open_mu);
-    if (nopen == capopen) {
-        size_t cap = capopen ? 2 * capopen : 16;
-        DIR **o = realloc(open_dirs, cap * sizeof *o);
-        if (!o)
-            cb_die("node %d: out of memory for the table of directory streams", cb.self);
-        open_dirs = o, capopen = cap;
-    }
-    open_dirs[nopen++] = d;
-    cb_mutex_unlock(&open_mu);
+    shim_set_add(&opened, d);
     *fd = dirfd(d);
     return P(d);
 }
@@ -138,7 +113,7 @@ long shim_dir_exec(int64_t op, int64_t a[6], int *err)
         r = add_open(opendir((const char *)(uintptr_t)a[0]), (int *)(uintptr_t)a[1]);
     else if (op == SHIM_RS_FDOPENDIR)
         r = add_open(fdopendir((int)a[0]), (int *)(uintptr_t)a[1]);
-    else if (!opened(d, op == SHIM_RS_CLOSEDIR))
+    else if (!shim_set_has(&opened, d, op == SHIM_RS_CLOSEDIR))
         r = -1, errno = EBADF;
     else if (op == SHIM_RS_READDIR)
         r = fill(d, (uint8_t *)(uintptr_t)a[1], (size_t)a[2]);
@@ -366,7 +341,6 @@ int scandir64(const char *path, struct dirent64 ***list, int (*sel)(const struct
 
 static void *open_dir(const char *path) { return opendir(path); }
 static struct dirent *read_dir(void *d) { return readdir(d); }
-static struct dirent64 *read_dir64(void *d) { return readdir64(d); }
 static void close_dir(void *d) { closedir(d); }
 
 /* libc's glob, reading directories with the functions above (on another
@@ -383,14 +357,10 @@ int glob(const char *pattern, int flags, int (*err)(const char *, int), glob_t *
     return REAL(glob)(pattern, flags | GLOB_ALTDIRFUNC, err, g);
 }
 
+/* glob64_t is glob_t, and its dirent64 and stat64 are dirent and stat,
+ * on 64-bit Linux (libc's glob64 is glob there) */
+_Static_assert(sizeof(glob64_t) == sizeof(glob_t), "glob64_t is glob_t");
 int glob64(const char *pattern, int flags, int (*err)(const char *, int), glob64_t *g)
 {
-    if (!shim_master_path(AT_FDCWD, pattern) || flags & GLOB_ALTDIRFUNC)
-        return REAL(glob64)(pattern, flags, err, g);
-    g->gl_opendir = open_dir;
-    g->gl_readdir = read_dir64;
-    g->gl_closedir = close_dir;
-    g->gl_stat = stat64;
-    g->gl_lstat = lstat64;
-    return REAL(glob64)(pattern, flags | GLOB_ALTDIRFUNC, err, g);
+    return glob(pattern, flags, err, (glob_t *)g);
 }

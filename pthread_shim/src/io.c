@@ -448,8 +448,6 @@ int creat(const char *path, mode_t mode)
  * is then found by stat, access, rename... of any thread, and a directory
  * made by one is there for every other's open.  Directory streams:
  * dirs.c. */
-#define at_master shim_master_path
-
 void shim_path_touch(const char *path)
 {
     if (path_ours(path))
@@ -464,32 +462,32 @@ void shim_path_touch(const char *path)
 #define SYS_fchmodat2 452 /* Linux 6.6 (x86-64); Debian 12's headers lack it */
 #endif
 #define AT(dir) ((int64_t)(dir))
-enum { PATH_A1 = 1 << 1, PATH_A3 = 1 << 3, PATH_A0 = 1 << 0 };
+enum { PATH_A0 = 1 << 0, PATH_A1 = 1 << 1, PATH_A2 = 1 << 2, PATH_A3 = 1 << 3 };
 
 int unlinkat(int dir, const char *path, int flags)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return (int)shim_rs_path(SYS_unlinkat, AT(dir), P(path), flags, 0, 0, PATH_A1, -1, 0, -1, 0, 0);
     return LOCAL1(path, LIBC(unlinkat)(dir, path, flags));
 }
 
 int unlink(const char *path)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return unlinkat(AT_FDCWD, path, 0);
     return LOCAL1(path, LIBC(unlink)(path));
 }
 
 int rmdir(const char *path)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
     return LOCAL1(path, LIBC(rmdir)(path));
 }
 
 int remove(const char *path)
 {
-    if (at_master(AT_FDCWD, path)) { /* as libc's: a directory is removed as one */
+    if (shim_master_path(AT_FDCWD, path)) { /* as libc's: a directory is removed as one */
         int r = unlinkat(AT_FDCWD, path, 0);
         return r == -1 && errno == EISDIR ? unlinkat(AT_FDCWD, path, AT_REMOVEDIR) : r;
     }
@@ -498,21 +496,21 @@ int remove(const char *path)
 
 int mkdirat(int dir, const char *path, mode_t mode)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return (int)shim_rs_path(SYS_mkdirat, AT(dir), P(path), mode, 0, 0, PATH_A1, -1, 0, -1, 0, 0);
     return LOCAL1(path, LIBC(mkdirat)(dir, path, mode));
 }
 
 int mkdir(const char *path, mode_t mode)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return mkdirat(AT_FDCWD, path, mode);
     return LOCAL1(path, LIBC(mkdir)(path, mode));
 }
 
 int mknodat(int dir, const char *path, mode_t mode, dev_t dev)
 {
-    if (at_master(dir, path)) {
+    if (shim_master_path(dir, path)) {
         if ((unsigned)dev != dev) /* as libc: the kernel's is 32 bits */
             return errno = EINVAL, -1;
         return (int)shim_rs_path(SYS_mknodat, AT(dir), P(path), mode, (int64_t)dev, 0, PATH_A1, -1, 0,
@@ -527,7 +525,7 @@ int mkfifo(const char *path, mode_t mode) { return mknodat(AT_FDCWD, path, mode 
 
 int faccessat(int dir, const char *path, int mode, int flags)
 {
-    if (at_master(dir, path)) /* faccessat2 (Linux 5.8) only for flags */
+    if (shim_master_path(dir, path)) /* faccessat2 (Linux 5.8) only for flags */
         return (int)shim_rs_path(flags ? SYS_faccessat2 : SYS_faccessat, AT(dir), P(path), mode,
                                  flags, 0, PATH_A1, -1, 0, -1, 0, 0);
     return LOCAL1(path, LIBC(faccessat)(dir, path, mode, flags));
@@ -539,7 +537,7 @@ int eaccess(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode,
 
 int renameat2(int d1, const char *p1, int d2, const char *p2, unsigned flags)
 {
-    if (at_master(d1, p1) && at_master(d2, p2))
+    if (shim_master_path(d1, p1) && shim_master_path(d2, p2))
         return (int)shim_rs_path(SYS_renameat2, AT(d1), P(p1), AT(d2), P(p2), flags,
                                  PATH_A1 | PATH_A3, -1, 0, -1, 0, 0);
     return LOCAL2(p1, p2, LIBC(renameat2)(d1, p1, d2, p2, flags));
@@ -550,7 +548,7 @@ int rename(const char *p1, const char *p2) { return renameat2(AT_FDCWD, p1, AT_F
 
 int linkat(int d1, const char *p1, int d2, const char *p2, int flags)
 {
-    if (at_master(d1, p1) && at_master(d2, p2))
+    if (shim_master_path(d1, p1) && shim_master_path(d2, p2))
         return (int)shim_rs_path(SYS_linkat, AT(d1), P(p1), AT(d2), P(p2), flags,
                                  PATH_A1 | PATH_A3, -1, 0, -1, 0, 0);
     return LOCAL2(p1, p2, LIBC(linkat)(d1, p1, d2, p2, flags));
@@ -561,8 +559,8 @@ int link(const char *p1, const char *p2) { return linkat(AT_FDCWD, p1, AT_FDCWD,
 /* the target is a string kept in the link, not a path looked up */
 int symlinkat(const char *target, int dir, const char *path)
 {
-    if (at_master(dir, path))
-        return (int)shim_rs_path(SYS_symlinkat, P(target), AT(dir), P(path), 0, 0, PATH_A0 | 1 << 2,
+    if (shim_master_path(dir, path))
+        return (int)shim_rs_path(SYS_symlinkat, P(target), AT(dir), P(path), 0, 0, PATH_A0 | PATH_A2,
                                  -1, 0, -1, 0, 0);
     return LOCAL2(path, target, LIBC(symlinkat)(target, dir, path));
 }
@@ -571,7 +569,7 @@ int symlink(const char *target, const char *path) { return symlinkat(target, AT_
 
 int fchmodat(int dir, const char *path, mode_t mode, int flags)
 {
-    if (at_master(dir, path)) {
+    if (shim_master_path(dir, path)) {
         if (flags) { /* AT_SYMLINK_NOFOLLOW: libc's goes through /proc, which is the node's */
             int r = (int)shim_rs_path(SYS_fchmodat2, AT(dir), P(path), mode, flags, 0, PATH_A1, -1,
                                       0, -1, 0, 0);
@@ -593,7 +591,7 @@ int chmod(const char *path, mode_t mode) { return fchmodat(AT_FDCWD, path, mode,
 
 int fchownat(int dir, const char *path, uid_t uid, gid_t gid, int flags)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return (int)shim_rs_path(SYS_fchownat, AT(dir), P(path), uid, gid, flags, PATH_A1, -1, 0, -1,
                                  0, 0);
     return LOCAL1(path, LIBC(fchownat)(dir, path, uid, gid, flags));
@@ -607,7 +605,7 @@ int lchown(const char *path, uid_t uid, gid_t gid)
 
 int truncate(const char *path, off_t len)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return (int)shim_rs_path(SYS_truncate, P(path), len, 0, 0, 0, PATH_A0, -1, 0, -1, 0, 0);
     return LOCAL1(path, LIBC(truncate)(path, len));
 }
@@ -618,7 +616,7 @@ int truncate64(const char *path, off64_t len) { return truncate(path, (off_t)len
 
 int utimensat(int dir, const char *path, const struct timespec t[2], int flags)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return (int)shim_rs_path(SYS_utimensat, AT(dir), P(path), P(t), flags, 0, PATH_A1, 2,
                                  2 * sizeof *t, -1, 0, 0);
     return RETRY((PATH_IF(path), TIMES_IF(t)), LIBC(utimensat)(dir, path, t, flags));
@@ -630,7 +628,7 @@ void *shim_malloc(size_t n) __asm__("malloc"); /* the program's (heap.c) */
  * master, all of it.  NULL resolved: in the program's malloc, as libc's. */
 char *realpath(const char *restrict path, char *restrict resolved)
 {
-    if (!path || !at_master(AT_FDCWD, path))
+    if (!path || !shim_master_path(AT_FDCWD, path))
         return REAL(realpath)(path, resolved);
     char buf[PATH_MAX];
     if (shim_rs_realpath(path, buf))
@@ -651,7 +649,7 @@ char *__realpath_chk(const char *path, char *resolved, size_t len)
 
 int utimes(const char *path, const struct timeval tv[2])
 {
-    if (!at_master(AT_FDCWD, path))
+    if (!shim_master_path(AT_FDCWD, path))
         return RETRY((PATH_IF(path), TIMES_IF(tv)), LIBC(utimes)(path, tv));
     struct timespec t[2];
     for (int i = 0; tv && i < 2; i++)
@@ -661,7 +659,7 @@ int utimes(const char *path, const struct timeval tv[2])
 
 int utime(const char *path, const struct utimbuf *u)
 {
-    if (!at_master(AT_FDCWD, path))
+    if (!shim_master_path(AT_FDCWD, path))
         return RETRY((PATH_IF(path), u && ours(u, sizeof *u) ? present(u, sizeof *u, false) : (void)0),
                      LIBC(utime)(path, u));
     struct timespec t[2] = { { u ? u->actime : 0, 0 }, { u ? u->modtime : 0, 0 } };
@@ -742,7 +740,7 @@ static void copy_done(void *c, void *local)
 #define CALL(x) LIBC(stat)(path, x)
 int stat(const char *restrict path, struct stat *restrict st)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), 0, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat, st, path, CALL)
 }
@@ -750,7 +748,7 @@ int stat(const char *restrict path, struct stat *restrict st)
 #define CALL(x) LIBC(stat64)(path, x)
 int stat64(const char *restrict path, struct stat64 *restrict st)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), 0, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat64, st, path, CALL)
 }
@@ -758,7 +756,7 @@ int stat64(const char *restrict path, struct stat64 *restrict st)
 #define CALL(x) LIBC(lstat)(path, x)
 int lstat(const char *restrict path, struct stat *restrict st)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), AT_SYMLINK_NOFOLLOW, 0,
                                   2, sizeof *st);
     STORE_T_PATH(struct stat, st, path, CALL)
@@ -767,7 +765,7 @@ int lstat(const char *restrict path, struct stat *restrict st)
 #define CALL(x) LIBC(lstat64)(path, x)
 int lstat64(const char *restrict path, struct stat64 *restrict st)
 {
-    if (at_master(AT_FDCWD, path))
+    if (shim_master_path(AT_FDCWD, path))
         return (int)shim_rs_store(SYS_newfstatat, AT_FDCWD, P(path), P(st), AT_SYMLINK_NOFOLLOW, 0,
                                   2, sizeof *st);
     STORE_T_PATH(struct stat64, st, path, CALL)
@@ -776,7 +774,7 @@ int lstat64(const char *restrict path, struct stat64 *restrict st)
 #define CALL(x) LIBC(fstatat)(dir, path, x, flags)
 int fstatat(int dir, const char *restrict path, struct stat *restrict st, int flags)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat, st, path, CALL)
 }
@@ -784,7 +782,7 @@ int fstatat(int dir, const char *restrict path, struct stat *restrict st, int fl
 #define CALL(x) LIBC(fstatat64)(dir, path, x, flags)
 int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, int flags)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return (int)shim_rs_store(SYS_newfstatat, dir, P(path), P(st), flags, 0, 2, sizeof *st);
     STORE_T_PATH(struct stat64, st, path, CALL)
 }
@@ -792,7 +790,7 @@ int fstatat64(int dir, const char *restrict path, struct stat64 *restrict st, in
 #define CALL(x) LIBC(statx)(dir, path, flags, mask, x)
 int statx(int dir, const char *restrict path, int flags, unsigned mask, struct statx *restrict st)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return (int)shim_rs_store(SYS_statx, dir, P(path), flags, mask, P(st), 4, sizeof *st);
     STORE_T_PATH(struct statx, st, path, CALL)
 }
@@ -850,7 +848,7 @@ int socketpair(int domain, int type, int proto, int sv[2])
 
 ssize_t readlinkat(int dir, const char *restrict path, char *restrict buf, size_t n)
 {
-    if (at_master(dir, path))
+    if (shim_master_path(dir, path))
         return shim_rs_path(SYS_readlinkat, AT(dir), P(path), P(buf), (int64_t)n, 0, PATH_A1, -1, 0,
                             2, n, RSYS_UPTO_RES);
     if (!path_ours(path) && !ours(buf, n))

@@ -568,47 +568,42 @@ int isatty(int fd)
 
 /* ---- streams ---- */
 
-/* the node's own streams in memory */
-static cb_mutex_t own_mu = CB_MUTEX_INIT;
-static FILE **own;
-static size_t nown, capown;
+void shim_set_add(shim_set_t *s, void *p)
+{
+    cb_mutex_lock(&s->mu);
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        void **v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            cb_die("node %d: out of memory for a table of open streams", cb.self);
+        s->v = v, s->cap = cap;
+    }
+    s->v[s->n++] = p;
+    cb_mutex_unlock(&s->mu);
+}
 
-static bool own_has(FILE *f)
+bool shim_set_has(shim_set_t *s, const void *p, bool drop)
 {
     bool has = false;
-    cb_mutex_lock(&own_mu);
-    for (size_t i = 0; i < nown && !has; i++)
-        has = own[i] == f;
-    cb_mutex_unlock(&own_mu);
+    cb_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n && !has; i++)
+        if (s->v[i] == p) {
+            has = true;
+            if (drop)
+                s->v[i] = s->v[--s->n];
+        }
+    cb_mutex_unlock(&s->mu);
     return has;
 }
 
+/* the node's own streams in memory */
+static shim_set_t own = SHIM_SET_INIT;
+
 static FILE *own_add(FILE *f)
 {
-    if (!f || !shim_remote_fd(-1))
-        return f;
-    cb_mutex_lock(&own_mu);
-    if (nown == capown) {
-        size_t cap = capown ? 2 * capown : 16;
-        FILE **o = realloc(own, cap * sizeof *o);
-        if (!o)
-            cb_die("node %d: out of memory for the table of streams", cb.self);
-        own = o, capown = cap;
-    }
-    own[nown++] = f;
-    cb_mutex_unlock(&own_mu);
+    if (f && shim_remote_fd(-1))
+        shim_set_add(&own, f);
     return f;
-}
-
-static void own_drop(FILE *f)
-{
-    cb_mutex_lock(&own_mu);
-    for (size_t i = 0; i < nown; i++)
-        if (own[i] == f) {
-            own[i] = own[--nown];
-            break;
-        }
-    cb_mutex_unlock(&own_mu);
 }
 
 FILE *shim_local_stream(FILE *f)
@@ -620,7 +615,7 @@ FILE *shim_local_stream(FILE *f)
 
 bool shim_remote_file(FILE *f)
 {
-    return f && shim_remote_fd(-1) && f != stdout && f != stderr && !own_has(f);
+    return f && shim_remote_fd(-1) && f != stdout && f != stderr && !shim_set_has(&own, f, false);
 }
 
 FILE *fmemopen(void *buf, size_t n, const char *mode) { return own_add(REAL(fmemopen)(buf, n, mode)); }
@@ -645,10 +640,7 @@ enum {
 /* realpath at the master: the name into out (PATH_MAX bytes); 0 or -1 */
 int shim_rs_realpath(const char *path, char *out)
 {
-    cb_rsys_t r = rq(RS_REALPATH, P(path), P(out), 0, 0, 0, 0);
-    with_path(&r, 0);
-    with(&r, 1, RSYS_OUT | RSYS_STRING, PATH_MAX);
-    return (int)cb_rsys(&r);
+    return (int)shim_rs_path(RS_REALPATH, P(path), P(out), 0, 0, 0, 1, -1, 0, 1, PATH_MAX, RSYS_STRING);
 }
 
 static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
@@ -943,7 +935,7 @@ void shim_rs_forget(FILE *f)
 {
     if (!shim_remote_fd(-1))
         return;
-    own_drop(f);
+    shim_set_has(&own, f, true);
     int fd = REAL(fileno)(f);
     if (shim_local_fd(fd))
         local_mark(fd, false);

@@ -84,6 +84,15 @@ void shim_path_touch(const char *path); /* present, if it is in shared memory */
 enum { SHIM_RS_OPENDIR = CB_RSYS_LIB + 0x100, SHIM_RS_FDOPENDIR, SHIM_RS_READDIR,
        SHIM_RS_SEEKDIR, SHIM_RS_REWINDDIR, SHIM_RS_CLOSEDIR };
 long shim_dir_exec(int64_t op, int64_t a[6], int *err);
+/* a set of pointers under its lock (the few streams open of a kind) */
+typedef struct {
+    cb_mutex_t mu;
+    void **v;
+    size_t n, cap;
+} shim_set_t;
+#define SHIM_SET_INIT { CB_MUTEX_INIT, NULL, 0, 0 }
+void shim_set_add(shim_set_t *s, void *p);
+bool shim_set_has(shim_set_t *s, const void *p, bool drop); /* drop: and take it out */
 int shim_local_opened(int fd);                   /* fd is such a descriptor: fd */
 void shim_local_closed(int fd);                  /* fd, if one, is no more */
 FILE *shim_local_stream(FILE *f);                /* f is this node's: f */
