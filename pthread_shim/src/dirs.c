@@ -16,11 +16,16 @@
  * opened by the runtime) is libc's: its descriptor is marked the node's
  * (remote.c), so calls on dirfd() are made here.
  *
- * Not covered: nftw, ftw, fts and the other libc functions that open
- * directories inside libc (they read the node's own file system). */
+ * nftw and ftw are made here with these too, and stat, lstat and fchdir
+ * (libc's walk opens its directories past the shim).
+ *
+ * Not covered: fts and the other libc functions that open directories
+ * inside libc (they read the node's own file system). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <search.h>
 #include <glob.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -363,4 +368,260 @@ _Static_assert(sizeof(glob64_t) == sizeof(glob_t), "glob64_t is glob_t");
 int glob64(const char *pattern, int flags, int (*err)(const char *, int), glob64_t *g)
 {
     return glob(pattern, flags, err, (glob_t *)g);
+}
+
+/* ---- nftw and ftw ----
+ * On another node, the walk of glibc's made with the calls above (the
+ * master's tree): the same entries in the same order, with the same types,
+ * base and level, and FTW_PHYS, FTW_MOUNT, FTW_DEPTH, FTW_CHDIR (the
+ * process's working directory, so every node's) and FTW_ACTIONRETVAL.  A
+ * directory's entries are read before its subdirectories are walked, so
+ * nopenfd is not needed: one stream is open at a time (with FTW_CHDIR, one
+ * for each directory walked into, to come back to). */
+
+typedef struct {
+    int (*fn)(const char *, const struct stat *, int, struct FTW *);
+    int (*old)(const char *, const struct stat *, int); /* ftw's, instead of fn */
+    int flags;
+    dev_t dev;       /* the first directory's (FTW_MOUNT) */
+    char *path;      /* the entry the callback gets */
+    size_t cap;
+    struct FTW ftw;
+    void *seen;      /* the directories walked (without FTW_PHYS, each once) */
+} walk_t;
+
+typedef struct { dev_t dev; ino_t ino; } dir_id_t;
+
+static int id_cmp(const void *a, const void *b)
+{
+    const dir_id_t *x = a, *y = b;
+    return x->dev != y->dev ? (x->dev < y->dev ? -1 : 1) : x->ino != y->ino ? (x->ino < y->ino ? -1 : 1) : 0;
+}
+
+/* 1: walked before; 0: not, now known; -1: no memory */
+static int seen(walk_t *w, const struct stat *st)
+{
+    dir_id_t *id = malloc(sizeof *id);
+    if (!id)
+        return -1;
+    id->dev = st->st_dev, id->ino = st->st_ino;
+    dir_id_t **at = tsearch(id, &w->seen, id_cmp);
+    if (!at)
+        return free(id), -1;
+    if (*at != id)
+        return free(id), 1;
+    return 0;
+}
+
+/* the name the calls take: with FTW_CHDIR, in the directory we are in */
+static const char *here(walk_t *w)
+{
+    if (!(w->flags & FTW_CHDIR))
+        return w->path;
+    return w->path[w->ftw.base] ? w->path + w->ftw.base : ".";
+}
+
+static int call(walk_t *w, const struct stat *st, int type)
+{
+    /* ftw knows no links and no FTW_DP (nor FTW_D after the entries) */
+    static const int ftw_type[] = { [FTW_F] = FTW_F, [FTW_D] = FTW_D, [FTW_DNR] = FTW_DNR,
+                                    [FTW_NS] = FTW_NS, [FTW_SL] = FTW_F, [FTW_DP] = FTW_D,
+                                    [FTW_SLN] = FTW_NS };
+    return w->old ? w->old(w->path, st, ftw_type[type]) : w->fn(w->path, st, type, &w->ftw);
+}
+
+static bool room(walk_t *w, size_t n)
+{
+    if (n <= w->cap)
+        return true;
+    size_t cap = n < 2 * w->cap ? 2 * w->cap : n;
+    char *p = realloc(w->path, cap);
+    if (!p)
+        return errno = ENOMEM, false;
+    w->path = p, w->cap = cap;
+    return true;
+}
+
+static int walk_entry(walk_t *w, const char *name, int up);
+
+/* the directory at w->path, with its status st; up: the descriptor of the
+ * directory to come back to (FTW_CHDIR; -1: none) */
+static int walk_dir(walk_t *w, const struct stat *st, int up)
+{
+    DIR *d = opendir(here(w));
+    if (!d)
+        return errno == EACCES ? call(w, st, FTW_DNR) : -1;
+    int r = w->flags & FTW_DEPTH ? 0 : call(w, st, FTW_D);
+    if (r == 0 && w->flags & FTW_CHDIR && fchdir(dirfd(d)))
+        r = -1;
+    /* its entries' names, one after the other */
+    char *names = NULL;
+    size_t len = 0, cap = 0;
+    for (struct dirent *e; r == 0 && (errno = 0, e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        size_t n = strlen(e->d_name) + 1;
+        if (len + n + 1 > cap) {
+            char *p = realloc(names, cap = 2 * (len + n + 1));
+            if (!p) {
+                errno = ENOMEM, r = -1;
+                break;
+            }
+            names = p;
+        }
+        memcpy(names + len, e->d_name, n);
+        len += n;
+    }
+    if (r == 0 && errno)
+        r = -1;
+    int err = errno;
+    if (!(w->flags & FTW_CHDIR) || r) {
+        closedir(d);
+        d = NULL;
+    }
+    if (r) {
+        free(names);
+        return errno = err, r;
+    }
+    int prev = w->ftw.base;
+    size_t end = strlen(w->path);
+    if (end && w->path[end - 1] != '/')
+        w->path[end++] = '/', w->path[end] = 0;
+    w->ftw.base = (int)end;
+    w->ftw.level++;
+    for (size_t at = 0; r == 0 && at < len; at += strlen(names + at) + 1)
+        r = walk_entry(w, names + at, d ? dirfd(d) : -1);
+    free(names);
+    if (w->flags & FTW_ACTIONRETVAL && r == FTW_SKIP_SIBLINGS)
+        r = 0;
+    w->path[w->ftw.base > 1 ? w->ftw.base - 1 : 1] = 0; /* the root stays "/" */
+    w->ftw.level--;
+    w->ftw.base = prev;
+    if (r == 0 && w->flags & FTW_DEPTH)
+        r = call(w, st, FTW_DP);
+    if (d)
+        closedir(d);
+    if (up >= 0 && (r == 0 || (w->flags & FTW_ACTIONRETVAL && r != -1 && r != FTW_STOP)) &&
+        fchdir(up))
+        r = -1;
+    return r;
+}
+
+/* the entry name of the directory at w->path (whose descriptor is up) */
+static int walk_entry(walk_t *w, const char *name, int up)
+{
+    size_t n = strlen(name);
+    if (!room(w, (size_t)w->ftw.base + n + 2))
+        return -1;
+    memcpy(w->path + w->ftw.base, name, n + 1);
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    int type, r = 0;
+    if (!(w->flags & FTW_PHYS ? lstat : stat)(here(w), &st))
+        type = S_ISDIR(st.st_mode) ? FTW_D : S_ISLNK(st.st_mode) ? FTW_SL : FTW_F;
+    else if (errno != EACCES && errno != ENOENT)
+        return -1;
+    else if (!(w->flags & FTW_PHYS) && errno == ENOENT && !lstat(here(w), &st) && S_ISLNK(st.st_mode))
+        type = FTW_SLN;
+    else
+        type = FTW_NS;
+    if (type == FTW_NS || !(w->flags & FTW_MOUNT) || st.st_dev == w->dev) {
+        if (type != FTW_D)
+            r = call(w, &st, type);
+        else if (w->flags & FTW_PHYS || !(r = seen(w, &st)))
+            r = walk_dir(w, &st, up);
+        else if (r == 1)
+            r = 0;
+    }
+    if (w->flags & FTW_ACTIONRETVAL && r == FTW_SKIP_SUBTREE)
+        r = 0;
+    return r;
+}
+
+static void drop_id(void *id) { free(id); }
+
+static int walk(const char *path, walk_t *w)
+{
+    if (!path[0])
+        return errno = ENOENT, -1;
+    size_t n = strlen(path);
+    if (!room(w, n + 2 > PATH_MAX ? n + 2 : PATH_MAX))
+        return -1;
+    memcpy(w->path, path, n + 1);
+    while (n > 1 && w->path[n - 1] == '/') /* as libc: no trailing slashes */
+        w->path[--n] = 0;
+    while (n > 0 && w->path[n - 1] != '/')
+        n--;
+    w->ftw.base = (int)n;
+    int r = 0, cwd = -1;
+    if (w->flags & FTW_CHDIR) { /* into the directory of the first entry, and back at the end */
+        cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cwd < 0)
+            r = -1;
+        else if (n > 0) {
+            char c = w->path[n > 1 ? n - 1 : n];
+            w->path[n > 1 ? n - 1 : n] = 0;
+            r = chdir(w->path);
+            w->path[n > 1 ? n - 1 : n] = c;
+        }
+    }
+    struct stat st;
+    if (r == 0 && (w->flags & FTW_PHYS ? lstat : stat)(here(w), &st)) {
+        if (!(w->flags & FTW_PHYS) && errno == ENOENT && !lstat(here(w), &st) && S_ISLNK(st.st_mode))
+            r = call(w, &st, FTW_SLN);
+        else
+            r = -1;
+    } else if (r == 0 && S_ISDIR(st.st_mode)) {
+        w->dev = st.st_dev;
+        if (!(w->flags & FTW_PHYS) && seen(w, &st) < 0)
+            r = -1;
+        else
+            r = walk_dir(w, &st, -1);
+    } else if (r == 0)
+        r = call(w, &st, S_ISLNK(st.st_mode) ? FTW_SL : FTW_F);
+    if (w->flags & FTW_ACTIONRETVAL && (r == FTW_SKIP_SUBTREE || r == FTW_SKIP_SIBLINGS))
+        r = 0;
+    int err = errno;
+    if (cwd >= 0) {
+        fchdir(cwd);
+        close(cwd);
+    }
+    tdestroy(w->seen, drop_id);
+    free(w->path);
+    errno = err;
+    return r;
+}
+
+#define FTW_FLAGS (FTW_PHYS | FTW_MOUNT | FTW_CHDIR | FTW_DEPTH | FTW_ACTIONRETVAL)
+
+int nftw(const char *path, int (*fn)(const char *, const struct stat *, int, struct FTW *), int nopenfd,
+         int flags)
+{
+    if (!shim_master_path(AT_FDCWD, path))
+        return REAL(nftw)(path, fn, nopenfd, flags);
+    if (flags & ~FTW_FLAGS)
+        return errno = EINVAL, -1;
+    walk_t w = { .fn = fn, .flags = flags };
+    return walk(path, &w);
+}
+
+int ftw(const char *path, int (*fn)(const char *, const struct stat *, int), int nopenfd)
+{
+    if (!shim_master_path(AT_FDCWD, path))
+        return REAL(ftw)(path, fn, nopenfd);
+    walk_t w = { .old = fn };
+    return walk(path, &w);
+}
+
+/* struct stat64 is struct stat on 64-bit Linux (libc's nftw64 is nftw) */
+_Static_assert(sizeof(struct stat64) == sizeof(struct stat), "stat64 is stat");
+int nftw64(const char *path, int (*fn)(const char *, const struct stat64 *, int, struct FTW *),
+           int nopenfd, int flags)
+{
+    return nftw(path, (int (*)(const char *, const struct stat *, int, struct FTW *))fn, nopenfd, flags);
+}
+
+int ftw64(const char *path, int (*fn)(const char *, const struct stat64 *, int), int nopenfd)
+{
+    return ftw(path, (int (*)(const char *, const struct stat *, int))fn, nopenfd);
 }

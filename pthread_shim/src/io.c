@@ -52,6 +52,8 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <dirent.h>
 #include <sys/syscall.h>
 #include <sys/times.h>
@@ -811,6 +813,48 @@ int fstat64(int fd, struct stat64 *st)
     STORE_T(struct stat64, st, CALL)
 }
 #undef CALL
+/* the file systems: the master's too (statvfs made there by libc) */
+#define CALL(x) LIBC(statfs)(path, x)
+int statfs(const char *path, struct statfs *st)
+{
+    if (shim_master_path(AT_FDCWD, path))
+        return (int)shim_rs_path(SYS_statfs, P(path), P(st), 0, 0, 0, PATH_A0, -1, 0, 1, sizeof *st, 0);
+    STORE_T_PATH(struct statfs, st, path, CALL)
+}
+#undef CALL
+_Static_assert(sizeof(struct statfs64) == sizeof(struct statfs), "statfs64 is statfs");
+int statfs64(const char *path, struct statfs64 *st) { return statfs(path, (struct statfs *)st); }
+#define CALL(x) LIBC(fstatfs)(fd, x)
+int fstatfs(int fd, struct statfs *st)
+{
+    if (shim_remote_fd(fd))
+        return (int)shim_rs_store(SYS_fstatfs, fd, P(st), 0, 0, 0, 1, sizeof *st);
+    STORE_T(struct statfs, st, CALL)
+}
+#undef CALL
+int fstatfs64(int fd, struct statfs64 *st) { return fstatfs(fd, (struct statfs *)st); }
+#define CALL(x) LIBC(statvfs)(path, x)
+int statvfs(const char *restrict path, struct statvfs *restrict st)
+{
+    if (shim_master_path(AT_FDCWD, path))
+        return shim_rs_statvfs(path, -1, st);
+    STORE_T_PATH(struct statvfs, st, path, CALL)
+}
+#undef CALL
+_Static_assert(sizeof(struct statvfs64) == sizeof(struct statvfs), "statvfs64 is statvfs");
+int statvfs64(const char *restrict path, struct statvfs64 *restrict st)
+{
+    return statvfs(path, (struct statvfs *)st);
+}
+#define CALL(x) LIBC(fstatvfs)(fd, x)
+int fstatvfs(int fd, struct statvfs *st)
+{
+    if (shim_remote_fd(fd))
+        return shim_rs_statvfs(NULL, fd, st);
+    STORE_T(struct statvfs, st, CALL)
+}
+#undef CALL
+int fstatvfs64(int fd, struct statvfs64 *st) { return fstatvfs(fd, (struct statvfs *)st); }
 #define CALL(x) LIBC(uname)(x)
 int uname(struct utsname *u) { STORE_T(struct utsname, u, CALL) }
 #undef CALL
@@ -868,16 +912,23 @@ ssize_t readlink(const char *restrict path, char *restrict buf, size_t n)
     return readlinkat(AT_FDCWD, path, buf, n);
 }
 
-/* getcwd(NULL, n) allocates the result with the program's malloc */
+/* getcwd(NULL, n) allocates the result with the program's malloc.  On
+ * another node the directory is the master's (the process's: a node whose
+ * machine lacks it stays where it was) */
 char *getcwd(char *buf, size_t n)
 {
-    if (!cb_app_thread || (buf && !ours(buf, n)))
+    bool master = shim_remote_fd(-1);
+    if (!cb_app_thread || (buf && !ours(buf, n) && !master))
         return LIBC(getcwd)(buf, n);
+    if (buf && !n)
+        return errno = EINVAL, NULL;
     size_t cap = buf || n ? n : PATH_MAX;
-    char *c = copy_of(NULL, 0, cap ? cap : 1);
+    char *c = copy_of(NULL, 0, cap);
     if (!c)
         return errno = ENOMEM, NULL;
-    char *r = LIBC(getcwd)(c, cap);
+    char *r = !master ? LIBC(getcwd)(c, cap)
+                      : shim_rs_path(SYS_getcwd, P(c), (int64_t)cap, 0, 0, 0, 0, -1, 0, 0, cap,
+                                     RSYS_STRING) < 0 ? NULL : c;
     if (r) {
         size_t len = strlen(c) + 1;
         if ((r = buf ? buf : shim_malloc(n > len ? n : len)))

@@ -30,11 +30,16 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <termios.h>
 #include <unistd.h>
@@ -47,6 +52,15 @@
 /* ---- the requests ---- */
 
 #define P(x) ((int64_t)(uintptr_t)(x))
+
+/* calls of libc made at the master (lib_exec) */
+enum {
+    RS_FOPEN = CB_RSYS_LIB, RS_FDOPEN, RS_FREOPEN, RS_TMPFILE, RS_POPEN, RS_PCLOSE, RS_FCLOSE,
+    RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
+    RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
+    RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC, RS_REALPATH, RS_TEMP, RS_SHM_OPEN, RS_SHM_UNLINK,
+    RS_STATVFS,
+};
 
 static cb_rsys_t rq(int64_t op, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
                     int64_t a5)
@@ -464,6 +478,124 @@ int epoll_create(int size)
     return (int)sys6(SYS_epoll_create1, 0, 0, 0, 0);
 }
 
+/* Descriptors libc makes inside itself, past the shim (its own open): the
+ * temporary files of mkstemp and its kin, shm_open's.  On another node
+ * they are made at the master, so the descriptor is the master's as every
+ * other (before, it was the node's own, and every later call on it, made
+ * at the master, missed it: a write failed with EBADF, or reached whatever
+ * the master had of that number).  mkdtemp and mktemp, which look names
+ * up, and shm_unlink too (lib_exec_made).  memfd_create, timerfd and
+ * inotify descriptors are the master's; a signalfd is the node's own (the
+ * signals it reads are the node process's). */
+enum { TEMP_FD, TEMP_DIR, TEMP_NAME };
+
+static long rs_temp(int kind, char *tmpl, int suffix, int flags)
+{
+    cb_rsys_t r = rq(RS_TEMP, P(tmpl), kind, suffix, flags, 0, 0);
+    with(&r, 0, RSYS_IN | RSYS_OUT, strlen(tmpl) + 1);
+    return cb_rsys(&r);
+}
+
+#define MKSTEMP(name, params, args, suffix, flags)                           \
+    int name params                                                          \
+    {                                                                        \
+        if (!shim_remote_fd(-1))                                       \
+            return REAL(name) args;                                          \
+        return (int)rs_temp(TEMP_FD, t, suffix, flags);                      \
+    }
+MKSTEMP(mkstemp, (char *t), (t), 0, 0)
+MKSTEMP(mkstemp64, (char *t), (t), 0, 0)
+MKSTEMP(mkostemp, (char *t, int flags), (t, flags), 0, flags)
+MKSTEMP(mkostemp64, (char *t, int flags), (t, flags), 0, flags)
+MKSTEMP(mkstemps, (char *t, int suffix), (t, suffix), suffix, 0)
+MKSTEMP(mkstemps64, (char *t, int suffix), (t, suffix), suffix, 0)
+MKSTEMP(mkostemps, (char *t, int suffix, int flags), (t, suffix, flags), suffix, flags)
+MKSTEMP(mkostemps64, (char *t, int suffix, int flags), (t, suffix, flags), suffix, flags)
+
+char *mkdtemp(char *t)
+{
+    if (!shim_remote_fd(-1))
+        return REAL(mkdtemp)(t);
+    return rs_temp(TEMP_DIR, t, 0, 0) == -1 ? NULL : t;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+char *mktemp(char *t)
+{
+    if (!shim_remote_fd(-1))
+        return REAL(mktemp)(t);
+    rs_temp(TEMP_NAME, t, 0, 0); /* t is "" where no name was found */
+    return t;
+}
+#pragma GCC diagnostic pop
+
+/* statvfs of path (NULL: of descriptor fd) at the master */
+int shim_rs_statvfs(const char *path, int fd, struct statvfs *st)
+{
+    return (int)shim_rs_path(RS_STATVFS, P(path), fd, P(st), 0, 0, path ? 1 : 0, -1, 0, 2, sizeof *st, 0);
+}
+
+int shm_open(const char *name, int flags, mode_t mode)
+{
+    if (!shim_remote_fd(-1) || !name)
+        return REAL(shm_open)(name, flags, mode);
+    return (int)shim_rs_path(RS_SHM_OPEN, P(name), flags, mode, 0, 0, 1, -1, 0, -1, 0, 0);
+}
+
+int shm_unlink(const char *name)
+{
+    if (!shim_remote_fd(-1) || !name)
+        return REAL(shm_unlink)(name);
+    return (int)shim_rs_path(RS_SHM_UNLINK, P(name), 0, 0, 0, 0, 1, -1, 0, -1, 0, 0);
+}
+
+int memfd_create(const char *name, unsigned flags)
+{
+    if (!shim_remote_fd(-1) || !name)
+        return REAL(memfd_create)(name, flags);
+    return (int)shim_rs_path(SYS_memfd_create, P(name), flags, 0, 0, 0, 1, -1, 0, -1, 0, 0);
+}
+
+FD_CALL(int, timerfd_create, (int clock, int flags), (clock, flags), -1, SYS_timerfd_create, clock,
+        flags, 0, 0)
+
+int timerfd_settime(int fd, int flags, const struct itimerspec *t, struct itimerspec *old)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(timerfd_settime)(fd, flags, t, old);
+    cb_rsys_t r = rq(SYS_timerfd_settime, fd, flags, P(t), P(old), 0, 0);
+    with(&r, 2, RSYS_IN, sizeof *t);
+    with(&r, 3, RSYS_OUT, sizeof *old);
+    return (int)cb_rsys(&r);
+}
+
+int timerfd_gettime(int fd, struct itimerspec *t)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(timerfd_gettime)(fd, t);
+    return (int)shim_rs_store(SYS_timerfd_gettime, fd, P(t), 0, 0, 0, 1, sizeof *t);
+}
+
+FD_CALL(int, inotify_init1, (int flags), (flags), -1, SYS_inotify_init1, flags, 0, 0, 0)
+FD_CALL(int, inotify_init, (void), (), -1, SYS_inotify_init1, 0, 0, 0, 0)
+FD_CALL(int, inotify_rm_watch, (int fd, int wd), (fd, wd), fd, SYS_inotify_rm_watch, fd, wd, 0, 0)
+
+int inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+    if (!shim_remote_fd(fd) || !path)
+        return REAL(inotify_add_watch)(fd, path, mask);
+    return (int)shim_rs_path(SYS_inotify_add_watch, fd, P(path), mask, 0, 0, 2, -1, 0, -1, 0, 0);
+}
+
+int signalfd(int fd, const sigset_t *mask, int flags)
+{
+    int r = REAL(signalfd)(fd, mask, flags);
+    if (fd == -1 && r >= 0)
+        shim_local_opened(r);
+    return r;
+}
+
 ssize_t sendfile(int out, int in, off_t *off, size_t n)
 {
     if (!shim_remote_fd(out) && !shim_remote_fd(in))
@@ -629,13 +761,6 @@ FILE *fopencookie(void *c, const char *mode, cookie_io_functions_t io)
 /* the master's stream: a FILE pointer of the master, or its stdin */
 enum { RS_STDIN = 1 };
 static int64_t handle(FILE *f) { return f == stdin ? RS_STDIN : P(f); }
-
-enum {
-    RS_FOPEN = CB_RSYS_LIB, RS_FDOPEN, RS_FREOPEN, RS_TMPFILE, RS_POPEN, RS_PCLOSE, RS_FCLOSE,
-    RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
-    RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
-    RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC, RS_REALPATH,
-};
 
 /* realpath at the master: the name into out (PATH_MAX bytes); 0 or -1 */
 int shim_rs_realpath(const char *path, char *out)
@@ -1024,6 +1149,29 @@ static bool stream_here(FILE *f)
     return found;
 }
 
+/* the descriptor-making calls and statvfs: r, and *err where r is -1 */
+static long lib_exec_made(int64_t op, int64_t a[6], int *err)
+{
+    char *s = (char *)(uintptr_t)a[0];
+    long r = -1;
+    errno = 0;
+    if (op == RS_TEMP && a[1] == TEMP_FD)
+        r = mkostemps(s, (int)a[2], (int)a[3]);
+    else if (op == RS_TEMP && a[1] == TEMP_DIR)
+        r = mkdtemp(s) ? 0 : -1;
+    else if (op == RS_TEMP)
+        r = (REAL(mktemp)(s), 0);
+    else if (op == RS_SHM_OPEN)
+        r = shm_open(s, (int)a[1], (mode_t)a[2]);
+    else if (op == RS_SHM_UNLINK)
+        r = shm_unlink(s);
+    else if (op == RS_STATVFS)
+        r = s ? statvfs(s, (struct statvfs *)(uintptr_t)a[2])
+              : fstatvfs((int)a[1], (struct statvfs *)(uintptr_t)a[2]);
+    *err = r == -1 ? errno : 0;
+    return r;
+}
+
 static long lib_exec(int64_t op, int64_t a[6], int *err)
 {
     FILE *f = op == RS_FREOPEN ? file_of(a[2]) : file_of(a[0]);
@@ -1048,6 +1196,8 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     if (op == RS_REALPATH)
         return realpath((const char *)(uintptr_t)a[0], (char *)(uintptr_t)a[1]) ? 0
                                                                                 : (*err = errno, -1);
+    if (op >= RS_TEMP && op <= RS_STATVFS)
+        return lib_exec_made(op, a, err);
     if (op == RS_ON_EXIT)
         return REAL(on_exit)((void (*)(int, void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1])
                    ? (*err = ENOMEM, -1) : 0;

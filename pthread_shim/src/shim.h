@@ -122,6 +122,8 @@ ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags);
 ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags);
 int shim_rs_openat(int dir, const char *path, int flags, mode_t mode);
 int shim_rs_realpath(const char *path, char *out);
+struct statvfs;
+int shim_rs_statvfs(const char *path, int fd, struct statvfs *st); /* path NULL: of fd */
 /* cb_proc_change made at the master: 0 or an error number */
 int shim_rs_proc(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
 struct sigaction;

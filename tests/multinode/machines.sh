@@ -11,7 +11,8 @@
 #                              K (OMPI_COMM_WORLD_RANK) runs in NAMEK; with
 #                              MACHINES_DISK=DIR, each node has a disk of its
 #                              own there (a tmpfs over DIR in its own mount
-#                              namespace), as machines have
+#                              namespace, of 64+K MiB: statfs tells them
+#                              apart), as machines have
 # The node processes reach mpirun's PMIx server through the bridge, so it
 # must listen there: PMIX_MCA_ptl_tcp_remote_connections=1 and
 # PMIX_MCA_ptl_tcp_if_include=SUBNET in cables-run's environment.  Nodes
@@ -26,7 +27,7 @@ case "$cmd" in
         [ $# -ge 1 ] || die "exec needs a program"
         # (ip netns exec runs it in a mount namespace of its own already)
         exec ip netns exec "$name${OMPI_COMM_WORLD_RANK:-0}" sh -c \
-            '[ -z "${MACHINES_DISK:-}" ] || mount -t tmpfs -o size=64m machine "$MACHINES_DISK" || exit 2
+            '[ -z "${MACHINES_DISK:-}" ] || mount -t tmpfs -o "size=$((64 + ${OMPI_COMM_WORLD_RANK:-0}))m" machine "$MACHINES_DISK" || exit 2
              exec "$@"' machines.sh "$@" ;;
     up|down)
         [ $# -eq 1 ] && [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 64 ] ||
