@@ -35,6 +35,7 @@ long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
 
 long cb_rsys(cb_rsys_t *r)
 {
+    int saved = errno; /* a call that succeeds leaves it (the wait may not) */
     size_t inlen = sizeof *r;
     for (uint32_t i = 0; i < r->nbuf; i++)
         if (r->buf[i].flags & RSYS_IN)
@@ -80,8 +81,8 @@ long cb_rsys(cb_rsys_t *r)
     }
     free(w->data);
     cb_waiter_free(w);
-    if (err) /* also a failure that is not -1 (a NULL stream) */
-        errno = err;
+    /* err: also a failure that is not -1 (a NULL stream) */
+    errno = err ? err : saved;
     return res;
 }
 

@@ -457,7 +457,7 @@ static int walk_dir(walk_t *w, const struct stat *st, int up)
     /* its entries' names, one after the other */
     char *names = NULL;
     size_t len = 0, cap = 0;
-    for (struct dirent *e; r == 0 && (errno = 0, e = readdir(d));) {
+    for (struct dirent *e; r == 0 && (e = readdir(d));) { /* an error ends it, as in libc's */
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         size_t n = strlen(e->d_name) + 1;
@@ -472,8 +472,6 @@ static int walk_dir(walk_t *w, const struct stat *st, int up)
         memcpy(names + len, e->d_name, n);
         len += n;
     }
-    if (r == 0 && errno)
-        r = -1;
     int err = errno;
     if (!(w->flags & FTW_CHDIR) || r) {
         closedir(d);
@@ -494,7 +492,9 @@ static int walk_dir(walk_t *w, const struct stat *st, int up)
     free(names);
     if (w->flags & FTW_ACTIONRETVAL && r == FTW_SKIP_SIBLINGS)
         r = 0;
-    w->path[w->ftw.base > 1 ? w->ftw.base - 1 : 1] = 0; /* the root stays "/" */
+    /* the directory's path again; the root's stays "/" (glibc's FTW_DP
+     * of the root gets "") */
+    w->path[w->ftw.base > 1 ? w->ftw.base - 1 : 1] = 0;
     w->ftw.level--;
     w->ftw.base = prev;
     if (r == 0 && w->flags & FTW_DEPTH)
@@ -521,7 +521,7 @@ static int walk_entry(walk_t *w, const char *name, int up)
         type = S_ISDIR(st.st_mode) ? FTW_D : S_ISLNK(st.st_mode) ? FTW_SL : FTW_F;
     else if (errno != EACCES && errno != ENOENT)
         return -1;
-    else if (!(w->flags & FTW_PHYS) && errno == ENOENT && !lstat(here(w), &st) && S_ISLNK(st.st_mode))
+    else if (!(w->flags & FTW_PHYS) && !lstat(here(w), &st) && S_ISLNK(st.st_mode))
         type = FTW_SLN;
     else
         type = FTW_NS;
@@ -554,9 +554,12 @@ static int walk(const char *path, walk_t *w)
         n--;
     w->ftw.base = (int)n;
     int r = 0, cwd = -1;
+    char *cwd_name = NULL;
     if (w->flags & FTW_CHDIR) { /* into the directory of the first entry, and back at the end */
         cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (cwd < 0)
+        if (cwd < 0 && errno == EACCES) /* a directory we may enter, not read */
+            cwd_name = getcwd(NULL, 0);
+        if (cwd < 0 && !cwd_name)
             r = -1;
         else if (n > 0) {
             char c = w->path[n > 1 ? n - 1 : n];
@@ -585,6 +588,9 @@ static int walk(const char *path, walk_t *w)
     if (cwd >= 0) {
         fchdir(cwd);
         close(cwd);
+    } else if (cwd_name) {
+        chdir(cwd_name);
+        shim_free(cwd_name);
     }
     tdestroy(w->seen, drop_id);
     free(w->path);

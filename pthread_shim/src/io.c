@@ -923,12 +923,16 @@ char *getcwd(char *buf, size_t n)
     if (buf && !n)
         return errno = EINVAL, NULL;
     size_t cap = buf || n ? n : PATH_MAX;
+    if (master && cap > PATH_MAX) /* the kernel's longest */
+        cap = PATH_MAX;
     char *c = copy_of(NULL, 0, cap);
     if (!c)
         return errno = ENOMEM, NULL;
     char *r = !master ? LIBC(getcwd)(c, cap)
                       : shim_rs_path(SYS_getcwd, P(c), (int64_t)cap, 0, 0, 0, 0, -1, 0, 0, cap,
                                      RSYS_STRING) < 0 ? NULL : c;
+    if (r && r[0] != '/') /* "(unreachable)": libc's answer */
+        r = NULL, errno = ENOENT;
     if (r) {
         size_t len = strlen(c) + 1;
         if ((r = buf ? buf : shim_malloc(n > len ? n : len)))

@@ -59,7 +59,7 @@ enum {
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
     RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC, RS_REALPATH, RS_TEMP, RS_SHM_OPEN, RS_SHM_UNLINK,
-    RS_STATVFS,
+    RS_STATVFS, RS_SYSTEM,
 };
 
 static cb_rsys_t rq(int64_t op, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
@@ -825,6 +825,15 @@ FILE *popen(const char *cmd, const char *mode)
     return (FILE *)(uintptr_t)cb_rsys(&r);
 }
 
+/* system's command runs at the master, as popen's: in the process's
+ * working directory, on the machine whose file system the program has */
+int system(const char *cmd)
+{
+    if (!shim_remote_fd(-1) || !cmd)
+        return REAL(system)(cmd);
+    return (int)shim_rs_path(RS_SYSTEM, P(cmd), 0, 0, 0, 0, 1, -1, 0, -1, 0, 0);
+}
+
 int pclose(FILE *f)
 {
     if (!shim_remote_file(f))
@@ -1149,18 +1158,36 @@ static bool stream_here(FILE *f)
     return found;
 }
 
-/* the descriptor-making calls and statvfs: r, and *err where r is -1 */
-static long lib_exec_made(int64_t op, int64_t a[6], int *err)
+/* a command run here gets the signal mask of the program's threads, not
+ * the proxy's (every signal blocked) */
+static void program_mask(sigset_t *saved)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, saved);
+}
+
+/* calls on the file system libc makes inside itself (the descriptor-making
+ * ones, statvfs, system's command): r, and *err where r is -1 */
+static long lib_exec_fs(int64_t op, int64_t a[6], int *err)
 {
     char *s = (char *)(uintptr_t)a[0];
     long r = -1;
     errno = 0;
-    if (op == RS_TEMP && a[1] == TEMP_FD)
+    if (op == RS_SYSTEM) {
+        sigset_t mask;
+        program_mask(&mask);
+        r = system(s);
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    }
+    else if (op == RS_TEMP && a[1] == TEMP_FD)
         r = mkostemps(s, (int)a[2], (int)a[3]);
     else if (op == RS_TEMP && a[1] == TEMP_DIR)
         r = mkdtemp(s) ? 0 : -1;
+    else if (op == RS_TEMP && !(REAL(mktemp)(s)[0])) /* no name: "" and why */
+        return *err = errno, 0;
     else if (op == RS_TEMP)
-        r = (REAL(mktemp)(s), 0);
+        r = 0;
     else if (op == RS_SHM_OPEN)
         r = shm_open(s, (int)a[1], (mode_t)a[2]);
     else if (op == RS_SHM_UNLINK)
@@ -1196,8 +1223,8 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     if (op == RS_REALPATH)
         return realpath((const char *)(uintptr_t)a[0], (char *)(uintptr_t)a[1]) ? 0
                                                                                 : (*err = errno, -1);
-    if (op >= RS_TEMP && op <= RS_STATVFS)
-        return lib_exec_made(op, a, err);
+    if (op >= RS_TEMP && op <= RS_SYSTEM)
+        return lib_exec_fs(op, a, err);
     if (op == RS_ON_EXIT)
         return REAL(on_exit)((void (*)(int, void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1])
                    ? (*err = ENOMEM, -1) : 0;
@@ -1214,10 +1241,9 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         r = P(freopen64((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1], file_of(a[2])));
         break;
     case RS_TMPFILE: r = P(tmpfile64()); break;
-    case RS_POPEN: { /* the command gets the signal mask of the program's threads */
-        sigset_t none, mask;
-        sigemptyset(&none);
-        pthread_sigmask(SIG_SETMASK, &none, &mask);
+    case RS_POPEN: {
+        sigset_t mask;
+        program_mask(&mask);
         r = P(popen((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1]));
         pthread_sigmask(SIG_SETMASK, &mask, NULL);
         break;

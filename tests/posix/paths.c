@@ -14,7 +14,8 @@
  * (mkstemp, mkostemps, shm_open, memfd_create, timerfd_create,
  * inotify_init1: main reads what the worker wrote, the timer's expiry, the
  * event of a file main made), its mkdtemp and mktemp names what main finds
- * or not, and its signalfd is its own.  Run in stand-ins for machines, each
+ * or not, its system command writes where main is, and its signalfd is its
+ * own.  Run in stand-ins for machines, each
  * node with its own disk at $PATHS_DIR (tests/multinode/machines.sh, of a
  * size of its own), the worker's calls reach the master's disk or fail.
  * RESULT ok=1 checks=N (check.h) */
@@ -35,6 +36,7 @@
 #include <sys/statvfs.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <utime.h>
 
 #include "check.h"
@@ -60,8 +62,16 @@ static int count(DIR *d, char *first, size_t n)
     return k;
 }
 
-/* ---- walks: each callback's path, type, level and base, in order ---- */
-enum { WALKS = 9, TRACE = 8192 };
+static long long size_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) ? -errno : (long long)st.st_size;
+}
+
+/* ---- walks: each callback's path, type, level and base, in order (the
+ * tree has a link to itself and a dangling link: a walk that follows links
+ * reports each directory once, and the dangling one as FTW_SLN) ---- */
+enum { WALKS = 10, TRACE = 8192 };
 static char main_walks[WALKS][TRACE];
 static char *trace; /* the walk's record */
 
@@ -90,6 +100,12 @@ static int rec_skip(const char *path, const struct stat *st, int type, struct FT
 {
     rec(path, st, type, f);
     return type == FTW_D && !strcmp(path + f->base, "sub") ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+}
+
+static int rec_siblings(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    rec(path, st, type, f);
+    return !strcmp(path + f->base, "c") ? FTW_SKIP_SIBLINGS : FTW_CONTINUE;
 }
 
 static int rec_stop(const char *path, const struct stat *st, int type, struct FTW *f)
@@ -125,12 +141,14 @@ static void walks(char out[WALKS][TRACE])
         case 5: r = nftw(dir, rec_stop, 4, FTW_PHYS); break;
         case 6: r = ftw(dir, rec_old, 4); break;
         case 7: r = nftw("sub/", rec_chdir, 4, FTW_CHDIR | FTW_DEPTH); break;
+        case 8: r = nftw(dir, rec_siblings, 4, FTW_ACTIONRETVAL); break;
         default: r = nftw(in(7, "missing"), rec, 4, 0); break;
         }
         size_t n = strlen(trace);
         snprintf(trace + n, TRACE - n, "= %d %d", r, r == -1 ? errno : 0);
+        n = strlen(trace);
         if (!getcwd(after, sizeof after) || strcmp(after, cwd))
-            snprintf(trace + n, TRACE - n, "cwd moved to %s", after);
+            snprintf(trace + n, TRACE - n, " cwd moved to %s", after);
     }
 }
 
@@ -177,6 +195,10 @@ static void make_descriptors(void)
     notify = inotify_init1(IN_NONBLOCK);
     CHECK_GE("w_inotify", notify, 0);
     CHECK_GE("w_inotify_watch", inotify_add_watch(notify, in(0, "sub"), IN_CREATE), 0);
+    /* a command, run where the process's working directory is */
+    CHECK_EQ("w_system", system("echo sys > sysfile"), 0);
+    int st3 = system("exit 3");
+    CHECK_EQ("w_system_status", WIFEXITED(st3) ? WEXITSTATUS(st3) : -1, 3);
     /* a signalfd reads the signals of its node's process: its own */
     sigset_t set;
     sigemptyset(&set);
@@ -199,6 +221,7 @@ static void read_descriptors(void)
     CHECK_EQ("m_mkstemp_read", read(fd, buf, sizeof buf), 4);
     CHECK("m_mkstemp_text", !memcmp(buf, "temp", 4));
     close(fd);
+    CHECK_EQ("m_system_file", size_of(in(7, "sysfile")), 4);
     CHECK_EQ("m_mkostemps_file", stat(temp_suffixed, &st), 0);
     CHECK("m_mkdtemp_dir", stat(temp_dir, &st) == 0 && S_ISDIR(st.st_mode));
     errno = 0;
@@ -229,6 +252,7 @@ static void drop_descriptors(void)
     CHECK_EQ("w_memfd_close", close(memfd), 0);
     CHECK_EQ("w_timerfd_close", close(timer), 0);
     CHECK_EQ("w_shm_unlink", shm_unlink(shm_name), 0);
+    CHECK_EQ("w_unlink_system", unlink("sysfile"), 0);
     CHECK_EQ("w_unlink_temp", unlink(temp_file), 0);
     CHECK_EQ("w_unlink_suffixed", unlink(temp_suffixed), 0);
     CHECK_EQ("w_rmdir_temp", rmdir(temp_dir), 0);
@@ -236,12 +260,6 @@ static void drop_descriptors(void)
 
 static struct statvfs main_vfs;
 static struct statfs main_fs;
-
-static long long size_of(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) ? -errno : (long long)st.st_size;
-}
 
 static void *worker(void *arg)
 {
@@ -369,6 +387,10 @@ static void *worker(void *arg)
             fprintf(stderr, "paths: walk %d: worker's %s\n  main's %s\n", k, mine[k], main_walks[k]);
     }
     CHECK("w_walk_found", strstr(mine[0], "/sub/m 0 2 ") && strstr(mine[0], "/l 4 1 "));
+    CHECK("w_walk_dangling", strstr(mine[1], "/dangling 6 1 ") != NULL);
+    CHECK("w_walk_loop_once", strstr(mine[1], "/loop") == NULL && strstr(mine[0], "/loop 4 1 "));
+    CHECK_EQ("w_unlink_loop", unlink("loop"), 0);
+    CHECK_EQ("w_unlink_dangling", unlink("dangling"), 0);
     drop_descriptors();
     CHECK_EQ("w_size_main_wrote", size_of(in(0, "sub/m")), 4);
     CHECK_EQ("w_chmod_by_main", stat(in(0, "sub/m"), &st) ? -1 : (int)(st.st_mode & 0777), 0640);
@@ -445,6 +467,8 @@ int main(void)
     CHECK_EQ("m_close_m", close(fd), 0);
     CHECK_EQ("m_chmod_m", chmod(in(2, "sub/m"), 0640), 0);
     read_descriptors();
+    CHECK_EQ("m_symlink_loop", symlink(".", "loop"), 0);
+    CHECK_EQ("m_symlink_dangling", symlink("missing", "dangling"), 0);
     walks(main_walks);
     gate_set(&to_worker, 2);
 
