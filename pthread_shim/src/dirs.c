@@ -173,6 +173,16 @@ DIR *opendir(const char *path)
 {
     if (shim_master_path(AT_FDCWD, path))
         return rdir_open(SHIM_RS_OPENDIR, P(path), 1);
+    if (shim_remote_fd(-1)) { /* the node's own: its descriptor too (open) */
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd < 0 ? NULL : REAL(fdopendir)(fd);
+        if (fd >= 0 && !d) {
+            int err = errno;
+            close(fd);
+            errno = err;
+        }
+        return d;
+    }
     DIR *d = NULL;
     for (int t = 0; t < 4 && !d; t++) { /* a path in shared memory: touched first */
         shim_path_touch(path);
@@ -180,8 +190,6 @@ DIR *opendir(const char *path)
         if (!d && errno != EFAULT)
             break;
     }
-    if (d && shim_remote_fd(-1))
-        shim_local_opened(dirfd(d));
     return d;
 }
 

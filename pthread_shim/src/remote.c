@@ -33,6 +33,7 @@
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -407,10 +408,38 @@ bool shim_local_path(int dir, const char *path)
            (!strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5));
 }
 
+/* A descriptor of the node's own is moved to a number from half the
+ * descriptor limit up (at most 32768): the master's table hands out the
+ * lowest free numbers first, as any process's, so the node's own do not
+ * take a number the master's may have (while open, a node's descriptor
+ * hides a master's of the same number on that node; before, a node's first
+ * /proc file took one of the numbers the program's next files got at the
+ * master).  fd, or its new number (the old one closed); fd where no number
+ * is free up there. */
+static int move_up(int fd)
+{
+    static int base;
+    if (!base) {
+        struct rlimit rl;
+        rlim_t half = getrlimit(RLIMIT_NOFILE, &rl) ? 0 : rl.rlim_cur / 2;
+        base = half < 64 ? -1 : half > 32768 ? 32768 : (int)half;
+    }
+    if (fd < 0 || base < 0 || fd >= base)
+        return fd;
+    int saved = errno, cloexec = REAL(fcntl)(fd, F_GETFD) & FD_CLOEXEC;
+    int up = REAL(fcntl)(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, base);
+    if (up >= 0)
+        REAL(close)(fd);
+    errno = saved;
+    return up >= 0 ? up : fd;
+}
+
 int shim_local_opened(int fd)
 {
-    if (shim_remote_fd(-1))
-        local_mark(fd, true);
+    if (fd < 0 || !shim_remote_fd(-1))
+        return fd;
+    fd = move_up(fd);
+    local_mark(fd, true);
     return fd;
 }
 
@@ -428,7 +457,13 @@ int close(int fd)
         local_mark(fd, false);
     return REAL(close)(fd);
 }
-FD_CALL(int, dup, (int fd), (fd), fd, SYS_dup, fd, 0, 0, 0)
+/* a copy of a node's own descriptor (1 and 2 too) is the node's own */
+int dup(int fd)
+{
+    if (shim_remote_fd(fd))
+        return (int)sys6(SYS_dup, fd, 0, 0, 0);
+    return shim_local_opened(REAL(dup)(fd));
+}
 
 /* both descriptors the master's, or both this node's; not one of each */
 #define DUP_TO(name, params, args, nr, ...)                                  \
@@ -591,9 +626,7 @@ int inotify_add_watch(int fd, const char *path, uint32_t mask)
 int signalfd(int fd, const sigset_t *mask, int flags)
 {
     int r = REAL(signalfd)(fd, mask, flags);
-    if (fd == -1 && r >= 0)
-        shim_local_opened(r);
-    return r;
+    return fd == -1 ? shim_local_opened(r) : r;
 }
 
 ssize_t sendfile(int out, int in, off_t *off, size_t n)
@@ -642,7 +675,8 @@ static long fcntl_remote(int fd, int cmd, void *arg)
         va_end(ap);                                                          \
         if (shim_remote_fd(fd))                                              \
             return (int)fcntl_remote(fd, cmd, arg);                          \
-        return REAL(name)(fd, cmd, arg);                                     \
+        int r = REAL(name)(fd, cmd, arg);                                    \
+        return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? shim_local_opened(r) : r; \
     }
 FCNTL(fcntl)
 FCNTL(fcntl64)
@@ -740,8 +774,10 @@ static FILE *own_add(FILE *f)
 
 FILE *shim_local_stream(FILE *f)
 {
-    if (f && shim_remote_fd(-1))
-        local_mark(fileno(f), true);
+    if (f && shim_remote_fd(-1)) {
+        f->_fileno = move_up(f->_fileno); /* glibc's FILE: the stream reads the new number */
+        local_mark(f->_fileno, true);
+    }
     return own_add(f);
 }
 

@@ -9,10 +9,15 @@
  * epoll, send, recv, sendmsg, recvmsg, dup2, fcntl, fstat, lseek); a TCP
  * connection is made by the worker to main's listening socket; the worker
  * reads the stdin main reopened (scanf, getchar, fscanf, getc, fgets); a
- * descriptor closed by the worker is closed for main.
+ * descriptor closed by the worker is closed for main.  Descriptors of the
+ * worker's node's own (a /proc file, directory and stream, a dup of one and
+ * of stderr) leave main's descriptors reachable: main opens files (the
+ * lowest numbers free, as a process's table gives them) past the worker's
+ * numbers, and the worker reads each of them, and its own.
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -37,6 +42,8 @@ static int port;
 static FILE *f_main, *f_worker, *f_scan;
 static int scanned[2];
 static long c_len;
+enum { OWN = 5, PROBES = 256 };
+static int own_fds[OWN], probe_fds[PROBES], probes;
 
 static void *worker(void *arg)
 {
@@ -166,7 +173,39 @@ static void *worker(void *arg)
     CHECK("w_fgets_stdin", fgets(buf, sizeof buf, stdin) && strcmp(buf, "stdin line\n") == 0);
     /* closing main's descriptor */
     CHECK_EQ("w_close", close(pipe_m[1]), 0);
+    /* the node's own descriptors */
+    own_fds[0] = open("/proc/self/status", O_RDONLY);
+    DIR *d = opendir("/proc/self/fd");
+    own_fds[1] = d ? dirfd(d) : -1;
+    FILE *own_st = fopen("/proc/self/stat", "r");
+    own_fds[2] = own_st ? fileno(own_st) : -1;
+    own_fds[3] = dup(own_fds[0]);
+    own_fds[4] = dup(2);
+    for (int i = 0; i < OWN; i++)
+        CHECK_GE("w_own_fd", own_fds[i], 0);
     gate_set(&to_main, 3);
+
+    /* 4: main's descriptors and the node's own, each reached */
+    CHECK("w_gate_4", gate_wait(&to_worker, 4));
+    int reached = 0;
+    for (int i = 0; i < probes; i++)
+        reached += pread(probe_fds[i], buf, 6, 0) == 6 && !memcmp(buf, "probe!", 6);
+    CHECK_EQ("w_main_fds_reached", reached, probes);
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ("w_own_pread", pread(own_fds[0], buf, 5, 0), 5);
+    CHECK("w_own_pread_data", !strcmp(buf, "Name:"));
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ("w_own_dup_pread", pread(own_fds[3], buf, 5, 0), 5);
+    CHECK("w_own_dup_pread_data", !strcmp(buf, "Name:"));
+    CHECK("w_own_readdir", d && readdir(d) != NULL);
+    CHECK("w_own_stream", own_st && fscanf(own_st, "%d", &x) == 1 && x > 0);
+    struct stat s2, sd;
+    CHECK("w_own_dup_stderr", !fstat(2, &s2) && !fstat(own_fds[4], &sd) && s2.st_ino == sd.st_ino &&
+                                  s2.st_dev == sd.st_dev);
+    CHECK_EQ("w_own_close", close(own_fds[0]) | close(own_fds[3]) | close(own_fds[4]), 0);
+    CHECK_EQ("w_own_closedir", d ? closedir(d) : -1, 0);
+    CHECK_EQ("w_own_fclose", own_st ? fclose(own_st) : -1, 0);
+    gate_set(&to_main, 4);
     return NULL;
 }
 
@@ -264,6 +303,22 @@ int main(void)
     CHECK_EQ("tcp_send", send(c, "back!", 5, 0), 5);
     gate_set(&to_worker, 3);
     CHECK("gate_3", gate_wait(&to_main, 3));
+    /* files, lowest numbers first, past the worker's node's own numbers */
+    int top = 0;
+    for (int i = 0; i < OWN; i++)
+        top = own_fds[i] > top ? own_fds[i] : top;
+    char probe_path[96];
+    snprintf(probe_path, sizeof probe_path, "%s/probe", dir);
+    int pf = open(probe_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK_EQ("probe_write", write(pf, "probe!", 6), 6);
+    probe_fds[probes++] = pf;
+    while (probes < PROBES && probe_fds[probes - 1] <= top && probe_fds[probes - 1] >= 0)
+        probe_fds[probes++] = open(probe_path, O_RDONLY);
+    gate_set(&to_worker, 4);
+    CHECK("gate_4", gate_wait(&to_main, 4));
+    for (int i = 0; i < probes; i++)
+        close(probe_fds[i]);
+    unlink(probe_path);
     /* the worker closed pipe_m[1]: it is closed here */
     errno = 0;
     CHECK_EQ("closed_by_worker", write(pipe_m[1], "x", 1), -1);
