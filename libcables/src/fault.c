@@ -526,7 +526,7 @@ static void say(const char *s) { if (write(2, s, strlen(s)) < 0) {} }
 static void on_segv(int sig, siginfo_t *si, void *ucv)
 {
     uintptr_t a = (uintptr_t)si->si_addr;
-    if (cb_in_gas(a) && si->si_code == SEGV_ACCERR) {
+    if (cb_in_gas(a) && si->si_code == SEGV_ACCERR && !cb.forked) { /* a child has no runtime */
         int saved = errno;
         ucontext_t *uc = ucv;
         bool write = uc->uc_mcontext.gregs[REG_ERR] & 2;

@@ -656,6 +656,7 @@ typedef struct {
     void *program;
     uintptr_t image_lo, image_hi; /* the program's own code and data (statics.c) */
     _Atomic bool ending; /* cb_node_finish has begun */
+    bool forked; /* a child of fork: the memory its own, no runtime (pthread_shim's process.c) */
 } cb_ctx_t;
 #define CB_PROGRAM_BYTES (8192 - 8)
 extern cb_ctx_t cb;

@@ -817,7 +817,7 @@ void cb_node_serve(void)
 void cb_node_finish(void)
 {
     static bool done;
-    if (done)
+    if (done || cb.forked) /* a child of fork ends alone */
         return;
     done = true;
     atomic_store(&cb.ending, true);

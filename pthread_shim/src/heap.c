@@ -218,9 +218,10 @@ void free(void *p)
 {
     if (!p)
         return;
-    if (cb_in_gas((uintptr_t)p))
-        heap_free(p);
-    else
+    if (cb_in_gas((uintptr_t)p)) {
+        if (!cb.forked) /* a child of fork: its copy of the heap is left as it is */
+            heap_free(p);
+    } else
         __libc_free(p);
 }
 

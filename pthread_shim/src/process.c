@@ -22,7 +22,10 @@
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -150,4 +153,184 @@ char *setlocale(int category, const char *locale)
     if (change(CB_PROC_SETLOCALE, category, locale, NULL, NULL))
         return NULL;
     return REAL(setlocale)(category, NULL);
+}
+
+/* ---- fork ----
+ * The child of fork is a copy of its parent, its memory its own.  A
+ * relinked program's memory (every thread's stack, the heap, the program's
+ * static data) is the GAS: shared mappings of the node's page store, which
+ * a plain fork leaves shared with the child.  The child then ran on the
+ * very stack its parent returned on (each overwrote the other's frames:
+ * the program hung or crashed), and its stores reached the parent's heap
+ * and globals.  So the child maps the store privately at the same
+ * addresses (MAP_PRIVATE of the memfd: copy-on-write), each page the node
+ * holds readable and writable (no runtime keeps the child's copy coherent),
+ * and copies the forking thread's stack in use
+ * and the program's static data (up to FORK_COPY_STATICS, which the
+ * parent makes present first: the child's calls write its GOT) while the
+ * parent waits; then it returns 0 with the runtime off (cb.forked: every call is
+ * libc's, as a runtime thread's, GAS memory it frees is left in place, a
+ * page this node does not hold faults as without us, its exit runs no
+ * runtime end).  Until the child writes a heap page, it may see later
+ * stores of the parent's into it: a child that execs, or reads what its
+ * parent left alone, sees no difference.  The child's descriptors are its
+ * node process's (on another node than the master: that node's own).
+ *
+ * All this runs on a stack of the runtime's (private memory), so that
+ * neither process writes the GAS stack while the child copies it. */
+#define FORK_COPY_STATICS (64u << 20) /* static data copied at fork up to this size */
+
+static struct {
+    cb_mutex_t mu;
+    ucontext_t back, run;
+    uintptr_t lo, hi; /* the forking thread's stack in use */
+    pid_t pid;
+    int err, ready[2];
+} fk = { .mu = CB_MUTEX_INIT };
+
+/* a page the node holds is the child's to read and write (its copy: no
+ * runtime keeps it coherent); one it does not hold has no data here */
+static int prot_of(uint32_t st)
+{
+    return st & PG_ACC ? PROT_READ | PROT_WRITE : PROT_NONE;
+}
+
+/* the view of GAS pages [first, first + n) at lo: private, each page with
+ * its protection (page states never touched, by mincore, are PG_NONE) */
+static bool private_view(uintptr_t lo, uint64_t first, uint64_t n)
+{
+    if (cb_mmap((void *)lo, n * cb.ps, PROT_NONE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, cb.memfd,
+                (off_t)(first * cb.ps)) != (void *)lo)
+        return false;
+    size_t per = cb.ps / sizeof *cb.pst; /* page states on a page of them */
+    unsigned char in = 0;
+    uint64_t run = 0;
+    int run_prot = PROT_NONE;
+    for (uint64_t p = first; p <= first + n; p++) {
+        int prot = PROT_NONE;
+        if (p < first + n) {
+            if (p == first || p % per == 0) {
+                uintptr_t sp = (uintptr_t)&cb.pst[p] & ~(uintptr_t)(cb.ps - 1);
+                if (mincore((void *)sp, cb.ps, &in))
+                    in = 1;
+            }
+            if (in & 1)
+                prot = prot_of(atomic_load_explicit(&cb.pst[p], memory_order_relaxed));
+            else if (p % per == 0 && p + per <= first + n && run_prot == PROT_NONE) {
+                p += per - 1; /* a page of states never touched: all PG_NONE */
+                continue;
+            }
+        }
+        if (prot != run_prot || p == first + n) {
+            if (run_prot != PROT_NONE &&
+                cb_mprotect((void *)(lo + (run - first) * cb.ps), (p - run) * cb.ps, run_prot))
+                return false;
+            run = p, run_prot = prot;
+        }
+    }
+    return true;
+}
+
+/* the pages of [lo, hi) this node holds, copied into the child's view (a
+ * page written is the child's) */
+static void own_copy(uintptr_t lo, uintptr_t hi)
+{
+    for (uintptr_t a = lo & ~(uintptr_t)(cb.ps - 1); a < hi; a += cb.ps)
+        if (prot_of(atomic_load(&cb.pst[cb_page_of(a)])) != PROT_NONE)
+            __atomic_fetch_add((volatile uint8_t *)a, 0, __ATOMIC_RELAXED);
+}
+
+/* the child, on the runtime's stack, the parent waiting */
+static void child_side(void)
+{
+    cb.forked = true;
+    cb_app_thread = false;
+    bool ok = private_view(CB_GAS_BASE, 0, cb.npages);
+    for (int i = 0; ok && i < cb.nalias; i++)
+        ok = private_view(cb.alias[i].lo, cb.alias[i].first,
+                          (cb.alias[i].hi - cb.alias[i].lo) / cb.ps);
+    /* copied now: the stack in use, and the program's static data unless
+     * it is large */
+    own_copy(fk.lo, fk.hi);
+    size_t statics = 0;
+    for (int i = 0; i < cb.nalias; i++)
+        statics += cb.alias[i].hi - cb.alias[i].lo;
+    for (int i = 0; ok && statics <= FORK_COPY_STATICS && i < cb.nalias; i++)
+        own_copy(cb.alias[i].lo, cb.alias[i].hi);
+    if (!ok) {
+        static const char msg[] = "cables: fork: the child could not map its memory privately; it ends\n";
+        syscall(SYS_write, 2, msg, sizeof msg - 1);
+        syscall(SYS_exit_group, 127);
+    }
+    syscall(SYS_write, fk.ready[1], "r", 1);
+    syscall(SYS_close, fk.ready[0]);
+    syscall(SYS_close, fk.ready[1]);
+}
+
+static void fork_on_runtime_stack(void)
+{
+    fk.pid = REAL(fork)();
+    fk.err = errno;
+    if (fk.pid == 0) {
+        child_side();
+        return;
+    }
+    syscall(SYS_close, fk.ready[1]);
+    char c;
+    if (fk.pid > 0) /* the child's copy made (or the child gone) */
+        while (syscall(SYS_read, fk.ready[0], &c, 1) < 0 && errno == EINTR)
+            ;
+    syscall(SYS_close, fk.ready[0]);
+}
+
+pid_t fork(void)
+{
+    if (!cb_app_thread || cb.forked || !cb.app)
+        return REAL(fork)();
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    pthread_attr_t attr;
+    void *stack = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getstack(&attr, &stack, &size);
+        pthread_attr_destroy(&attr);
+    }
+    if (!cb_in_gas(sp) || (uintptr_t)stack > sp || (uintptr_t)stack + size <= sp)
+        stack = (void *)(sp & ~(uintptr_t)(cb.ps - 1)), size = cb.ps; /* not a GAS stack we know */
+    /* the program's static data held here (its GOT too, which the child's
+     * calls write), unless it is large */
+    size_t statics = 0;
+    for (int i = 0; i < cb.nalias; i++)
+        statics += cb.alias[i].hi - cb.alias[i].lo;
+    for (int i = 0; statics <= FORK_COPY_STATICS && i < cb.nalias; i++)
+        for (uintptr_t a = cb.alias[i].lo; a < cb.alias[i].hi; a += cb.ps)
+            (void)*(volatile const char *)a;
+    size_t rsize = 256 << 10;
+    char *rstack = __libc_malloc(rsize);
+    if (!rstack)
+        return errno = ENOMEM, -1;
+    cb_mutex_lock(&fk.mu);
+    fk.lo = (sp - 4096) & ~(uintptr_t)(cb.ps - 1); /* and the red zone below */
+    fk.hi = (uintptr_t)stack + size;
+    pid_t pid = -1;
+    int err = 0;
+    if (syscall(SYS_pipe2, fk.ready, O_CLOEXEC)) {
+        err = errno;
+    } else {
+        getcontext(&fk.run);
+        fk.run.uc_stack.ss_sp = rstack;
+        fk.run.uc_stack.ss_size = rsize;
+        fk.run.uc_link = &fk.back;
+        makecontext(&fk.run, fork_on_runtime_stack, 0);
+        swapcontext(&fk.back, &fk.run);
+        pid = fk.pid, err = fk.err;
+    }
+    if (pid == 0) /* the child: its own copy of the lock, of the runtime's memory */
+        fk.mu = (cb_mutex_t)CB_MUTEX_INIT;
+    else
+        cb_mutex_unlock(&fk.mu);
+    __libc_free(rstack);
+    if (pid < 0)
+        errno = err;
+    return pid;
 }
