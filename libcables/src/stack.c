@@ -103,6 +103,8 @@ static void entry(void)
         running->ret = running->fn(running->arg);
         __pthread_unregister_cancel(&ub);
     }
+    if (cb.forked) /* the only thread of a child of fork ended: the child ends */
+        exit(0);
     if (cb_thread_end_hook)
         cb_thread_end_hook();
 } /* returns to running->back through uc_link */

@@ -21,7 +21,10 @@ static char **app_argv, **app_envp;
 static void *run_main(void *unused)
 {
     (void)unused;
-    return (void *)(intptr_t)app_main(app_argc, app_argv, app_envp);
+    int rc = app_main(app_argc, app_argv, app_envp);
+    if (cb.forked) /* a child of fork ends here, as a process whose main returned */
+        exit(rc);
+    return (void *)(intptr_t)rc;
 }
 
 static void at_exit(void) { cb_node_finish(); }

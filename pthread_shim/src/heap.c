@@ -247,6 +247,13 @@ void *realloc(void *p, size_t n)
 {
     if (!p)
         return malloc(n);
+    if (cb.forked && cb_in_gas((uintptr_t)p)) { /* a child of fork: a private copy */
+        void *q = __libc_malloc(n);
+        size_t old = malloc_usable_size(p);
+        if (q)
+            memcpy(q, p, old < n ? old : n);
+        return q;
+    }
     if (!cb_in_gas((uintptr_t)p)) {
         if (!ours())
             return __libc_realloc(p, n);

@@ -248,6 +248,8 @@ static void *map_block(size_t len, size_t cap, int prot, int flags, int fd, off_
  * The call acts as an application thread's (*was: the flag to restore). */
 static bool ours(uintptr_t a, size_t len, struct maps **t, bool *was)
 {
+    if (cb.forked) /* a child of fork: its private copy, libc's */
+        return false;
     if (!cb_in_gas(a) && !(len && len - 1 <= UINTPTR_MAX - a && cb_in_gas(a + len - 1)))
         return false;
     *t = maps();

@@ -22,12 +22,14 @@
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "cables.h"
 #include "shim.h"
 
 static bool shared_change(void)
@@ -165,7 +167,7 @@ char *setlocale(int category, const char *locale)
  * and globals.  So the child maps the store privately at the same
  * addresses (MAP_PRIVATE of the memfd: copy-on-write), each page the node
  * holds readable and writable (no runtime keeps the child's copy coherent),
- * and copies the forking thread's stack in use
+ * and copies the forking thread's stack
  * and the program's static data (up to FORK_COPY_STATICS, which the
  * parent makes present first: the child's calls write its GOT) while the
  * parent waits; then it returns 0 with the runtime off (cb.forked: every call is
@@ -183,9 +185,12 @@ char *setlocale(int category, const char *locale)
 static struct {
     cb_mutex_t mu;
     ucontext_t back, run;
-    uintptr_t lo, hi; /* the forking thread's stack in use */
+    uintptr_t lo, hi; /* the forking thread's GAS stack (0, 0: none known) */
     pid_t pid;
     int err, ready[2];
+    bool active; /* a fork of ours is under way */
+    struct handler *h; /* the program's fork handlers, a private copy */
+    uint32_t nh;
 } fk = { .mu = CB_MUTEX_INIT };
 
 /* a page the node holds is the child's to read and write (its copy: no
@@ -203,18 +208,21 @@ static bool private_view(uintptr_t lo, uint64_t first, uint64_t n)
                 (off_t)(first * cb.ps)) != (void *)lo)
         return false;
     size_t per = cb.ps / sizeof *cb.pst; /* page states on a page of them */
-    unsigned char in = 0;
+    bool in = false;
     uint64_t run = 0;
     int run_prot = PROT_NONE;
     for (uint64_t p = first; p <= first + n; p++) {
         int prot = PROT_NONE;
         if (p < first + n) {
-            if (p == first || p % per == 0) {
+            if (p == first || p % per == 0) { /* any of its OS pages resident */
                 uintptr_t sp = (uintptr_t)&cb.pst[p] & ~(uintptr_t)(cb.ps - 1);
-                if (mincore((void *)sp, cb.ps, &in))
-                    in = 1;
+                size_t os = (size_t)sysconf(_SC_PAGESIZE), k = cb.ps / os;
+                unsigned char vec[256];
+                in = k > sizeof vec || mincore((void *)sp, cb.ps, vec);
+                for (size_t j = 0; !in && j < k; j++)
+                    in = vec[j] & 1;
             }
-            if (in & 1)
+            if (in)
                 prot = prot_of(atomic_load_explicit(&cb.pst[p], memory_order_relaxed));
             else if (p % per == 0 && p + per <= first + n && run_prot == PROT_NONE) {
                 p += per - 1; /* a page of states never touched: all PG_NONE */
@@ -240,6 +248,47 @@ static void own_copy(uintptr_t lo, uintptr_t hi)
             __atomic_fetch_add((volatile uint8_t *)a, 0, __ATOMIC_RELAXED);
 }
 
+/* The program's fork handlers (pthread_atfork, which calls
+ * __register_atfork) are the process's: kept in the program's shared
+ * static data, so that a fork on any node runs every one, as libc runs
+ * its own (before, only the registering node's libc had them: a fork on
+ * another node ran none).  fork takes a private copy (fk.h) first. */
+struct handler { void (*prepare)(void), (*parent)(void), (*child)(void); };
+struct handlers {
+    struct handler *tab; /* GAS (cables_alloc) */
+    uint32_t n, cap;
+};
+
+static struct handlers *handlers(void)
+{
+    _Static_assert(SHIM_PROGRAM_ATFORK + sizeof(struct handlers) <= SHIM_PROGRAM_SEEDS, "atfork");
+    return cb.program ? (struct handlers *)((uint8_t *)cb.program + SHIM_PROGRAM_ATFORK) : NULL;
+}
+
+int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso)
+{
+    struct handlers *t = handlers();
+    if (!cb_app_thread || !t)
+        return REAL(__register_atfork)(prepare, parent, child, dso);
+    int rc = 0;
+    cables_lock(shim_program_lock());
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? 2 * t->cap : 16;
+        struct handler *tab = cables_alloc(cap * sizeof *tab);
+        if (!tab)
+            rc = ENOMEM;
+        else {
+            if (t->n)
+                memcpy(tab, t->tab, t->n * sizeof *tab);
+            t->tab = tab, t->cap = cap;
+        }
+    }
+    if (!rc)
+        t->tab[t->n++] = (struct handler){ prepare, parent, child };
+    cables_unlock(shim_program_lock());
+    return rc;
+}
+
 /* the child, on the runtime's stack, the parent waiting */
 static void child_side(void)
 {
@@ -251,7 +300,8 @@ static void child_side(void)
                           (cb.alias[i].hi - cb.alias[i].lo) / cb.ps);
     /* copied now: the stack in use, and the program's static data unless
      * it is large */
-    own_copy(fk.lo, fk.hi);
+    if (fk.hi)
+        own_copy(fk.lo, fk.hi);
     size_t statics = 0;
     for (int i = 0; i < cb.nalias; i++)
         statics += cb.alias[i].hi - cb.alias[i].lo;
@@ -269,12 +319,12 @@ static void child_side(void)
 
 static void fork_on_runtime_stack(void)
 {
-    fk.pid = REAL(fork)();
+    fk.active = true;
+    fk.pid = REAL(fork)(); /* the child: fork_child made its memory its own */
     fk.err = errno;
-    if (fk.pid == 0) {
-        child_side();
+    fk.active = false;
+    if (fk.pid == 0)
         return;
-    }
     syscall(SYS_close, fk.ready[1]);
     char c;
     if (fk.pid > 0) /* the child's copy made (or the child gone) */
@@ -287,16 +337,15 @@ pid_t fork(void)
 {
     if (!cb_app_thread || cb.forked || !cb.app)
         return REAL(fork)();
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    pthread_attr_t attr;
-    void *stack = NULL;
-    size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        pthread_attr_getstack(&attr, &stack, &size);
-        pthread_attr_destroy(&attr);
+    /* the thread's GAS stack (its record: no message), and what of it is
+     * in use (none known when fork runs on a signal stack) */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0), lo = 0, hi = 0;
+    if (cb_thr && cb_thr->stack && cb_in_gas((uintptr_t)cb_thr->stack)) {
+        lo = (uintptr_t)cb_thr->stack, hi = lo + cb_thr->stack_size;
+        if (sp > lo && sp < hi) /* made present here first: the child returns through it */
+            for (uintptr_t a = (sp - 4096) & ~(uintptr_t)(cb.ps - 1); a < hi; a += cb.ps)
+                (void)*(volatile const char *)a;
     }
-    if (!cb_in_gas(sp) || (uintptr_t)stack > sp || (uintptr_t)stack + size <= sp)
-        stack = (void *)(sp & ~(uintptr_t)(cb.ps - 1)), size = cb.ps; /* not a GAS stack we know */
     /* the program's static data held here (its GOT too, which the child's
      * calls write), unless it is large */
     size_t statics = 0;
@@ -309,9 +358,25 @@ pid_t fork(void)
     char *rstack = __libc_malloc(rsize);
     if (!rstack)
         return errno = ENOMEM, -1;
+    /* the program's handlers: prepare ones last registered first */
+    struct handlers *t = handlers();
+    struct handler *h = NULL;
+    uint32_t nh = 0;
+    if (t) {
+        cables_lock(shim_program_lock());
+        if (t->n && (h = __libc_malloc(t->n * sizeof *h)))
+            memcpy(h, t->tab, (nh = t->n) * sizeof *h);
+        cables_unlock(shim_program_lock());
+    }
+    for (uint32_t i = nh; i-- > 0;)
+        if (h[i].prepare)
+            h[i].prepare();
+    sigset_t all, mask; /* no handler runs while the child's memory changes under it */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &mask);
     cb_mutex_lock(&fk.mu);
-    fk.lo = (sp - 4096) & ~(uintptr_t)(cb.ps - 1); /* and the red zone below */
-    fk.hi = (uintptr_t)stack + size;
+    fk.lo = lo, fk.hi = hi;
+    fk.h = h, fk.nh = nh;
     pid_t pid = -1;
     int err = 0;
     if (syscall(SYS_pipe2, fk.ready, O_CLOEXEC)) {
@@ -329,8 +394,28 @@ pid_t fork(void)
         fk.mu = (cb_mutex_t)CB_MUTEX_INIT;
     else
         cb_mutex_unlock(&fk.mu);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
     __libc_free(rstack);
+    for (uint32_t i = 0; pid > 0 && i < nh; i++) /* the child ran its own (fork_child) */
+        if (h[i].parent)
+            h[i].parent();
+    __libc_free(h);
     if (pid < 0)
         errno = err;
     return pid;
 }
+
+/* The child's memory is made its own first thing in the child (libc's
+ * child handlers run in the order they were registered; this one is
+ * registered before the program runs), then the program's handlers run. */
+static void fork_child(void)
+{
+    if (!fk.active)
+        return;
+    child_side();
+    for (uint32_t i = 0; i < fk.nh; i++)
+        if (fk.h[i].child)
+            fk.h[i].child();
+}
+
+__attribute__((constructor)) static void fork_init(void) { pthread_atfork(NULL, NULL, fork_child); }

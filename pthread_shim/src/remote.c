@@ -408,8 +408,9 @@ bool shim_local_path(int dir, const char *path)
            (!strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5));
 }
 
-/* A descriptor of the node's own is moved to a number from half the
- * descriptor limit up (at most 32768): the master's table hands out the
+/* A descriptor of the node's own is moved to a number from 512 up (half
+ * the descriptor limit where that is less), so still below FD_SETSIZE for
+ * select where the limit allows: the master's table hands out the
  * lowest free numbers first, as any process's, so the node's own do not
  * take a number the master's may have (while open, a node's descriptor
  * hides a master's of the same number on that node; before, a node's first
@@ -418,11 +419,11 @@ bool shim_local_path(int dir, const char *path)
  * is free up there. */
 static int move_up(int fd)
 {
-    static int base;
+    static _Atomic int base;
     if (!base) {
         struct rlimit rl;
         rlim_t half = getrlimit(RLIMIT_NOFILE, &rl) ? 0 : rl.rlim_cur / 2;
-        base = half < 64 ? -1 : half > 32768 ? 32768 : (int)half;
+        base = half < 64 ? -1 : half > 512 ? 512 : (int)half;
     }
     if (fd < 0 || base < 0 || fd >= base)
         return fd;

@@ -33,7 +33,12 @@ static inline bool shared_obj(const volatile void *p)
 
 /* Allocator code runs as the runtime's: what it calls (malloc, pthread_*)
  * goes to libc. */
-#define AS_RUNTIME(stmt) do { cb_app_thread = false; stmt; cb_app_thread = true; } while (0)
+#define AS_RUNTIME(stmt) do {                                                 \
+        bool app_ = cb_app_thread;                                           \
+        cb_app_thread = false;                                               \
+        stmt;                                                                \
+        cb_app_thread = app_;                                                \
+    } while (0)
 
 /* heap.c: a big block, a GAS range of its own: n bytes (cap: as many as it
  * may grow to in place) aligned to align, after a header page (size,
@@ -47,6 +52,7 @@ void shim_big_free(void *p);
  * own, which every draw reads and only a seeding writes (so no acquire
  * invalidates it otherwise), the random number generators' seeds (rand.c) */
 #define SHIM_PROGRAM_MAPS 0
+#define SHIM_PROGRAM_ATFORK 64 /* the program's fork handlers (process.c) */
 #define SHIM_PROGRAM_SEEDS (4096 - 8)
 /* one cluster lock for the program's rare process-wide changes (the
  * mappings' table, a seeding): the first word of cb.program */
