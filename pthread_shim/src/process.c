@@ -17,6 +17,7 @@
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <locale.h>
@@ -419,3 +420,193 @@ static void fork_child(void)
 }
 
 __attribute__((constructor)) static void fork_init(void) { pthread_atfork(NULL, NULL, fork_child); }
+
+/* ---- exec ----
+ * The exec family replaces the process's image, whichever thread calls it.
+ * A relinked program's process is every node process: the new image runs
+ * at the master (its descriptors are the process's, its file system the
+ * program's), after the runtime ended as at exit but for the program's
+ * exit handlers (the other nodes leave, MPI is finalized), with the
+ * environment less the launcher's variables (OMPI_*, PMIX_*: a relinked
+ * program exec'd starts alone); an application thread of another node asks
+ * the master.  Before, the calling node
+ * process alone became the new program and the launcher ended the run as
+ * failed ("mpirun has exited due to process rank 1 ... exiting
+ * improperly").  The file is looked up first (and the PATH for execvp and
+ * execlp): an exec that cannot start returns its error to the program,
+ * which goes on; one that fails after the runtime ended ends the process
+ * with status 127, saying why. */
+extern char **environ;
+
+/* the executable for file: the file itself, or (search, no '/') the first
+ * in PATH; 0 and its path in out, or an error number */
+static int find_exec(const char *file, bool search, char *out, size_t n)
+{
+    if (!*file)
+        return ENOENT;
+    if (!search || strchr(file, '/')) {
+        if (snprintf(out, n, "%s", file) >= (int)n)
+            return ENAMETOOLONG;
+        return access(out, X_OK) ? errno : 0;
+    }
+    const char *path = getenv("PATH");
+    int err = ENOENT;
+    for (const char *p = path && *path ? path : "/bin:/usr/bin"; p;) {
+        const char *e = strchr(p, ':');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "", file) < (int)n) {
+            if (!access(out, X_OK))
+                return 0;
+            if (errno == EACCES)
+                err = EACCES;
+        }
+        p = e ? e + 1 : NULL;
+    }
+    return err;
+}
+
+/* at the master: the runtime ended, then the image replaced; an error
+ * number where the exec cannot start (nothing ended) */
+static int exec_here(const char *file, char *const argv[], char *const envp[], bool search)
+{
+    char path[PATH_MAX];
+    int err = find_exec(file, search, path, sizeof path);
+    if (err)
+        return err;
+    /* the new image is no node of the run that ended: the launcher's
+     * variables go (a relinked program then starts alone) */
+    int n = 0, k = 0;
+    while (envp && envp[n])
+        n++;
+    char **env = __libc_malloc(((size_t)n + 1) * sizeof *env);
+    if (!env)
+        return ENOMEM;
+    for (int i = 0; i < n; i++)
+        if (strncmp(envp[i], "OMPI_", 5) && strncmp(envp[i], "PMIX_", 5) &&
+            strncmp(envp[i], "CABLES_ASLR_OK=", 15))
+            env[k++] = envp[i];
+    env[k] = NULL;
+    cb_node_finish();
+    REAL(execve)(path, argv, env);
+    fprintf(stderr, "cables: exec of %s failed after the run ended: %s\n", path, strerror(errno));
+    fflush(NULL);
+    _exit(127);
+}
+
+/* nenv -1: the process's environment */
+int shim_exec_strings(const char *strings, size_t len, int nargs, int nenv, bool search)
+{
+    int ne = nenv > 0 ? nenv : 0;
+    if (nargs < 0 || !len || strings[len - 1])
+        return EINVAL;
+    char **v = __libc_malloc(((size_t)nargs + (size_t)ne + 2) * sizeof *v);
+    if (!v)
+        return ENOMEM;
+    const char *p = strings, *end = strings + len;
+    const char *file = p;
+    p += strlen(p) + 1;
+    int i = 0;
+    for (; i < nargs + ne && p < end; i++) {
+        v[i + (i >= nargs)] = (char *)p;
+        p += strlen(p) + 1;
+    }
+    if (i < nargs + ne) /* fewer strings than said */
+        p = end + 1;
+    v[nargs] = NULL;
+    v[nargs + 1 + ne] = NULL;
+    int err = p != end ? EINVAL : exec_here(file, v, nenv >= 0 ? v + nargs + 1 : environ, search);
+    __libc_free(v);
+    return err;
+}
+
+static int count(char *const v[])
+{
+    int n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+/* exec of file with argv and envp (NULL: the process's environment) */
+static int exec_any(const char *file, char *const argv[], char *const envp[], bool search)
+{
+    if (cb.self == 0) {
+        int err = exec_here(file, argv, envp ? envp : environ, search);
+        return errno = err, -1;
+    }
+    int nargs = count(argv), nenv = envp ? count(envp) : 0;
+    size_t len = strlen(file) + 1;
+    for (int i = 0; i < nargs; i++)
+        len += strlen(argv[i]) + 1;
+    for (int i = 0; i < nenv; i++)
+        len += strlen(envp[i]) + 1;
+    char *buf = __libc_malloc(len), *p = buf;
+    if (!buf)
+        return errno = ENOMEM, -1;
+    p = stpcpy(p, file) + 1;
+    for (int i = 0; i < nargs; i++)
+        p = stpcpy(p, argv[i]) + 1;
+    for (int i = 0; i < nenv; i++)
+        p = stpcpy(p, envp[i]) + 1;
+    shim_rs_exec(buf, len, nargs, envp ? nenv : -1, search); /* returns only on failure */
+    int err = errno;
+    __libc_free(buf);
+    return errno = err, -1;
+}
+
+static bool exec_ours(void) { return cb_app_thread && cb.multi && !cb.forked && !atomic_load(&cb.ending); }
+
+int execve(const char *path, char *const argv[], char *const envp[])
+{
+    if (!exec_ours())
+        return REAL(execve)(path, argv, envp);
+    return exec_any(path, argv, envp, false);
+}
+
+int execv(const char *path, char *const argv[])
+{
+    if (!exec_ours())
+        return REAL(execv)(path, argv);
+    return exec_any(path, argv, NULL, false);
+}
+
+int execvp(const char *file, char *const argv[])
+{
+    if (!exec_ours())
+        return REAL(execvp)(file, argv);
+    return exec_any(file, argv, NULL, true);
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    if (!exec_ours())
+        return REAL(execvpe)(file, argv, envp);
+    return exec_any(file, argv, envp, true);
+}
+
+/* the list forms: their arguments as a vector (and execle's environment) */
+#define EXEC_LIST(name, search, with_env)                                    \
+    int name(const char *path, const char *arg, ...)                         \
+    {                                                                        \
+        va_list ap;                                                          \
+        int n = 1;                                                           \
+        va_start(ap, arg);                                                   \
+        while (va_arg(ap, const char *))                                     \
+            n++;                                                             \
+        va_end(ap);                                                          \
+        const char *v[n + 1];                                                \
+        v[0] = arg;                                                          \
+        va_start(ap, arg);                                                   \
+        for (int i = 1; i <= n; i++)                                         \
+            v[i] = va_arg(ap, const char *);                                 \
+        char *const *env = with_env ? va_arg(ap, char *const *) : NULL;      \
+        va_end(ap);                                                          \
+        if (!exec_ours())                                                    \
+            return with_env ? REAL(execve)(path, (char *const *)v, env)      \
+                   : search ? REAL(execvp)(path, (char *const *)v)           \
+                            : REAL(execv)(path, (char *const *)v);           \
+        return exec_any(path, (char *const *)v, env, search);                \
+    }
+EXEC_LIST(execl, false, false)
+EXEC_LIST(execlp, true, false)
+EXEC_LIST(execle, false, true)

@@ -60,7 +60,7 @@ enum {
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
     RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC, RS_REALPATH, RS_TEMP, RS_SHM_OPEN, RS_SHM_UNLINK,
-    RS_STATVFS, RS_SYSTEM,
+    RS_STATVFS, RS_SYSTEM, RS_EXEC,
 };
 
 static cb_rsys_t rq(int64_t op, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
@@ -1169,6 +1169,14 @@ int shim_rs_sigaction(int sig, const struct sigaction *act)
     return cb_rsys(&r) ? errno : 0;
 }
 
+/* exec at the master: the strings (file, then nargs arguments, then nenv
+ * variables, each with its NUL) in one buffer; returns only on failure */
+int shim_rs_exec(const char *strings, size_t len, int nargs, int nenv, bool search)
+{
+    return (int)shim_rs_path(RS_EXEC, P(strings), (int64_t)len, nargs, nenv, search, 0, 0, len, -1,
+                             0, 0);
+}
+
 void cb_exit_at_master(int status)
 {
     cb_rsys_t r = rq(RS_EXIT, status, 0, 0, 0, 0, 0);
@@ -1240,6 +1248,9 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
 {
     FILE *f = op == RS_FREOPEN ? file_of(a[2]) : file_of(a[0]);
     bool opens = op == RS_FOPEN || op == RS_FDOPEN || op == RS_TMPFILE || op == RS_POPEN;
+    if (op == RS_EXEC) /* a proxy replaces the process's image, for the program's thread */
+        return *err = shim_exec_strings((const char *)(uintptr_t)a[0], (size_t)a[1], (int)a[2],
+                                        (int)a[3], a[4] != 0), -1;
     if (op == RS_EXIT) { /* a proxy ends the process, as the program's thread */
         cb_app_thread = true;
         exit((int)a[0]);

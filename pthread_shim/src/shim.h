@@ -128,6 +128,10 @@ ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags);
 ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags);
 int shim_rs_openat(int dir, const char *path, int flags, mode_t mode);
 int shim_rs_realpath(const char *path, char *out);
+/* exec (process.c): at the master from another node (shim_rs_exec), and
+ * there from the strings it sent (an error number: it returns only then) */
+int shim_rs_exec(const char *strings, size_t len, int nargs, int nenv, bool search);
+int shim_exec_strings(const char *strings, size_t len, int nargs, int nenv, bool search);
 struct statvfs;
 int shim_rs_statvfs(const char *path, int fd, struct statvfs *st); /* path NULL: of fd */
 /* cb_proc_change made at the master: 0 or an error number */
