@@ -438,8 +438,20 @@ __attribute__((constructor)) static void fork_init(void) { pthread_atfork(NULL, 
  * with status 127, saying why. */
 extern char **environ;
 
+/* file an executable regular file for the effective ids: 0 or an error */
+static int executable(const char *file)
+{
+    struct stat st;
+    if (stat(file, &st))
+        return errno;
+    if (!S_ISREG(st.st_mode))
+        return EACCES;
+    return faccessat(AT_FDCWD, file, X_OK, AT_EACCESS) ? errno : 0;
+}
+
 /* the executable for file: the file itself, or (search, no '/') the first
- * in PATH; 0 and its path in out, or an error number */
+ * in PATH (unset: /bin:/usr/bin; an empty element: the working directory),
+ * as glibc's execvp looks; 0 and its path in out, or an error number */
 static int find_exec(const char *file, bool search, char *out, size_t n)
 {
     if (!*file)
@@ -447,22 +459,47 @@ static int find_exec(const char *file, bool search, char *out, size_t n)
     if (!search || strchr(file, '/')) {
         if (snprintf(out, n, "%s", file) >= (int)n)
             return ENAMETOOLONG;
-        return access(out, X_OK) ? errno : 0;
+        return executable(out);
     }
     const char *path = getenv("PATH");
     int err = ENOENT;
-    for (const char *p = path && *path ? path : "/bin:/usr/bin"; p;) {
+    for (const char *p = path ? path : "/bin:/usr/bin"; p;) {
         const char *e = strchr(p, ':');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "", file) < (int)n) {
-            if (!access(out, X_OK))
-                return 0;
-            if (errno == EACCES)
-                err = EACCES;
-        }
+        int r = snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "", file) < (int)n
+                    ? executable(out) : ENAMETOOLONG;
+        if (!r)
+            return 0;
+        if (r == EACCES)
+            err = EACCES;
+        else if (r != ENOENT && r != ENOTDIR && r != ENAMETOOLONG)
+            return r;
         p = e ? e + 1 : NULL;
     }
     return err;
+}
+
+/* a private copy of a vector of strings, less those starting with one of
+ * skip's prefixes; NULL where out of memory */
+static char **private_copy(char *const v[], const char *const skip[])
+{
+    int n = 0, k = 0;
+    while (v && v[n])
+        n++;
+    char **c = __libc_malloc(((size_t)n + 1) * sizeof *c);
+    for (int i = 0; c && i < n; i++) {
+        bool drop = false;
+        for (int j = 0; skip && skip[j]; j++)
+            drop |= !strncmp(v[i], skip[j], strlen(skip[j]));
+        size_t len = strlen(v[i]) + 1;
+        if (!drop && !(c[k] = __libc_malloc(len)))
+            return NULL;
+        if (!drop)
+            memcpy(c[k++], v[i], len);
+    }
+    if (c)
+        c[k] = NULL;
+    return c;
 }
 
 /* at the master: the runtime ended, then the image replaced; an error
@@ -473,21 +510,15 @@ static int exec_here(const char *file, char *const argv[], char *const envp[], b
     int err = find_exec(file, search, path, sizeof path);
     if (err)
         return err;
-    /* the new image is no node of the run that ended: the launcher's
-     * variables go (a relinked program then starts alone) */
-    int n = 0, k = 0;
-    while (envp && envp[n])
-        n++;
-    char **env = __libc_malloc(((size_t)n + 1) * sizeof *env);
-    if (!env)
+    /* the arguments in private memory (the kernel reads them once the
+     * runtime serves no page), and the new image no node of the run that
+     * ended: the launcher's variables go (a relinked program starts alone) */
+    static const char *const launcher[] = { "OMPI_", "PMIX_", "CABLES_ASLR_OK=", NULL };
+    char **args = private_copy(argv, NULL), **env = private_copy(envp, launcher);
+    if (!args || !env)
         return ENOMEM;
-    for (int i = 0; i < n; i++)
-        if (strncmp(envp[i], "OMPI_", 5) && strncmp(envp[i], "PMIX_", 5) &&
-            strncmp(envp[i], "CABLES_ASLR_OK=", 15))
-            env[k++] = envp[i];
-    env[k] = NULL;
     cb_node_finish();
-    REAL(execve)(path, argv, env);
+    REAL(execve)(path, args, env);
     fprintf(stderr, "cables: exec of %s failed after the run ended: %s\n", path, strerror(errno));
     fflush(NULL);
     _exit(127);
@@ -497,7 +528,7 @@ static int exec_here(const char *file, char *const argv[], char *const envp[], b
 int shim_exec_strings(const char *strings, size_t len, int nargs, int nenv, bool search)
 {
     int ne = nenv > 0 ? nenv : 0;
-    if (nargs < 0 || !len || strings[len - 1])
+    if (nargs < 0 || !len || strings[len - 1] || (size_t)nargs + (size_t)ne >= len)
         return EINVAL;
     char **v = __libc_malloc(((size_t)nargs + (size_t)ne + 2) * sizeof *v);
     if (!v)
@@ -527,14 +558,17 @@ static int count(char *const v[])
     return n;
 }
 
-/* exec of file with argv and envp (NULL: the process's environment) */
+#define PROCESS_ENV ((char *const *)-1) /* exec_any: the process's environment */
+
+/* exec of file with argv and envp (PROCESS_ENV: environ; NULL: none) */
 static int exec_any(const char *file, char *const argv[], char *const envp[], bool search)
 {
     if (cb.self == 0) {
-        int err = exec_here(file, argv, envp ? envp : environ, search);
+        int err = exec_here(file, argv, envp == PROCESS_ENV ? environ : envp, search);
         return errno = err, -1;
     }
-    int nargs = count(argv), nenv = envp ? count(envp) : 0;
+    bool own = envp == PROCESS_ENV;
+    int nargs = count(argv), nenv = own ? 0 : count(envp);
     size_t len = strlen(file) + 1;
     for (int i = 0; i < nargs; i++)
         len += strlen(argv[i]) + 1;
@@ -548,7 +582,7 @@ static int exec_any(const char *file, char *const argv[], char *const envp[], bo
         p = stpcpy(p, argv[i]) + 1;
     for (int i = 0; i < nenv; i++)
         p = stpcpy(p, envp[i]) + 1;
-    shim_rs_exec(buf, len, nargs, envp ? nenv : -1, search); /* returns only on failure */
+    shim_rs_exec(buf, len, nargs, own ? -1 : nenv, search); /* returns only on failure */
     int err = errno;
     __libc_free(buf);
     return errno = err, -1;
@@ -567,14 +601,14 @@ int execv(const char *path, char *const argv[])
 {
     if (!exec_ours())
         return REAL(execv)(path, argv);
-    return exec_any(path, argv, NULL, false);
+    return exec_any(path, argv, PROCESS_ENV, false);
 }
 
 int execvp(const char *file, char *const argv[])
 {
     if (!exec_ours())
         return REAL(execvp)(file, argv);
-    return exec_any(file, argv, NULL, true);
+    return exec_any(file, argv, PROCESS_ENV, true);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[])
@@ -599,7 +633,7 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
         va_start(ap, arg);                                                   \
         for (int i = 1; i <= n; i++)                                         \
             v[i] = va_arg(ap, const char *);                                 \
-        char *const *env = with_env ? va_arg(ap, char *const *) : NULL;      \
+        char *const *env = with_env ? va_arg(ap, char *const *) : PROCESS_ENV; \
         va_end(ap);                                                          \
         if (!exec_ours())                                                    \
             return with_env ? REAL(execve)(path, (char *const *)v, env)      \

@@ -1248,9 +1248,14 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
 {
     FILE *f = op == RS_FREOPEN ? file_of(a[2]) : file_of(a[0]);
     bool opens = op == RS_FOPEN || op == RS_FDOPEN || op == RS_TMPFILE || op == RS_POPEN;
-    if (op == RS_EXEC) /* a proxy replaces the process's image, for the program's thread */
-        return *err = shim_exec_strings((const char *)(uintptr_t)a[0], (size_t)a[1], (int)a[2],
-                                        (int)a[3], a[4] != 0), -1;
+    if (op == RS_EXEC) { /* a proxy replaces the process's image, for the program's thread */
+        sigset_t mask;
+        program_mask(&mask);
+        *err = shim_exec_strings((const char *)(uintptr_t)a[0], (size_t)a[1], (int)a[2], (int)a[3],
+                                 a[4] != 0);
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+        return -1;
+    }
     if (op == RS_EXIT) { /* a proxy ends the process, as the program's thread */
         cb_app_thread = true;
         exit((int)a[0]);

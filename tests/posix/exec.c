@@ -1,14 +1,17 @@
 /* exec: the exec family replaces the process's image, whichever thread
  * calls it.  Main opens a file (kept across exec) and sets a variable; a
  * worker (on 2 nodes: on node 1) first execs a program that does not
- * exist (-1, ENOENT: the program goes on), then execs this program again
+ * exist (-1, ENOENT: the program goes on) and a directory (EACCES), then
+ * execs this program again
  * with "--after", the descriptor and its findings so far.  The new image
  * reads the file through the descriptor, finds the variable, its
- * arguments, and that it runs alone (no launcher's variables), and prints
+ * arguments, that it runs alone (no launcher's variables) with the signals
+ * the program had open, and prints
  * the result.  Before, on 2 nodes the worker's node process alone became
  * the new program and the launcher ended the run as failed.
  * RESULT ok=1 checks=N (check.h) */
 #include <fcntl.h>
+#include <signal.h>
 
 #include "check.h"
 
@@ -21,6 +24,9 @@ static void *worker(void *arg)
     errno = 0;
     int r = execlp("cables-no-such-program", "cables-no-such-program", (char *)NULL);
     int missing_ok = r == -1 && errno == ENOENT;
+    errno = 0;
+    r = execl("/tmp", "tmp", (char *)NULL); /* a directory: EACCES, and on */
+    missing_ok &= r == -1 && errno == EACCES;
     char fds[16], ok[4];
     snprintf(fds, sizeof fds, "%d", fd);
     snprintf(ok, sizeof ok, "%d", missing_ok);
@@ -41,6 +47,9 @@ static int after(char **argv)
     const char *v = getenv("CABLES_EXEC_TEST");
     CHECK("after_env", v && !strcmp(v, "set"));
     CHECK("after_alone", getenv("OMPI_COMM_WORLD_SIZE") == NULL);
+    sigset_t now;
+    CHECK("after_signals_open", !sigprocmask(SIG_BLOCK, NULL, &now) && !sigismember(&now, SIGINT) &&
+                                    !sigismember(&now, SIGTERM));
     close(f);
     unlink(argv[4]);
     rmdir(argv[5]);
