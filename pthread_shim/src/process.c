@@ -201,32 +201,31 @@ static int prot_of(uint32_t st)
     return st & PG_ACC ? PROT_READ | PROT_WRITE : PROT_NONE;
 }
 
-/* the view of GAS pages [first, first + n) at lo: private, each page with
- * its protection (page states never touched, by mincore, are PG_NONE) */
+/* the view of GAS pages [first, first + n) at lo: private, each page as
+ * prot_of its state (pages of page states never touched, by mincore, all
+ * PG_NONE: skipped) */
 static bool private_view(uintptr_t lo, uint64_t first, uint64_t n)
 {
     if (cb_mmap((void *)lo, n * cb.ps, PROT_NONE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, cb.memfd,
                 (off_t)(first * cb.ps)) != (void *)lo)
         return false;
-    size_t per = cb.ps / sizeof *cb.pst; /* page states on a page of them */
+    size_t os = (size_t)sysconf(_SC_PAGESIZE);
+    size_t per = os / sizeof *cb.pst; /* page states on an OS page of them */
     bool in = false;
     uint64_t run = 0;
     int run_prot = PROT_NONE;
     for (uint64_t p = first; p <= first + n; p++) {
         int prot = PROT_NONE;
         if (p < first + n) {
-            if (p == first || p % per == 0) { /* any of its OS pages resident */
-                uintptr_t sp = (uintptr_t)&cb.pst[p] & ~(uintptr_t)(cb.ps - 1);
-                size_t os = (size_t)sysconf(_SC_PAGESIZE), k = cb.ps / os;
-                unsigned char vec[256];
-                in = k > sizeof vec || mincore((void *)sp, cb.ps, vec);
-                for (size_t j = 0; !in && j < k; j++)
-                    in = vec[j] & 1;
+            if (p == first || p % per == 0) {
+                unsigned char v = 1;
+                mincore((void *)((uintptr_t)&cb.pst[p] & ~(uintptr_t)(os - 1)), os, &v);
+                in = v & 1;
             }
             if (in)
                 prot = prot_of(atomic_load_explicit(&cb.pst[p], memory_order_relaxed));
             else if (p % per == 0 && p + per <= first + n && run_prot == PROT_NONE) {
-                p += per - 1; /* a page of states never touched: all PG_NONE */
+                p += per - 1; /* an OS page of states never touched: all PG_NONE */
                 continue;
             }
         }
@@ -238,6 +237,15 @@ static bool private_view(uintptr_t lo, uint64_t first, uint64_t n)
         }
     }
     return true;
+}
+
+/* the program's static data is copied at fork (not too large) */
+static bool statics_copied(void)
+{
+    size_t statics = 0;
+    for (int i = 0; i < cb.nalias; i++)
+        statics += cb.alias[i].hi - cb.alias[i].lo;
+    return statics <= FORK_COPY_STATICS;
 }
 
 /* the pages of [lo, hi) this node holds, copied into the child's view (a
@@ -299,20 +307,16 @@ static void child_side(void)
     for (int i = 0; ok && i < cb.nalias; i++)
         ok = private_view(cb.alias[i].lo, cb.alias[i].first,
                           (cb.alias[i].hi - cb.alias[i].lo) / cb.ps);
-    /* copied now: the stack in use, and the program's static data unless
-     * it is large */
-    if (fk.hi)
-        own_copy(fk.lo, fk.hi);
-    size_t statics = 0;
-    for (int i = 0; i < cb.nalias; i++)
-        statics += cb.alias[i].hi - cb.alias[i].lo;
-    for (int i = 0; ok && statics <= FORK_COPY_STATICS && i < cb.nalias; i++)
-        own_copy(cb.alias[i].lo, cb.alias[i].hi);
     if (!ok) {
         static const char msg[] = "cables: fork: the child could not map its memory privately; it ends\n";
         syscall(SYS_write, 2, msg, sizeof msg - 1);
         syscall(SYS_exit_group, 127);
     }
+    /* copied now: the stack, and the program's static data unless large */
+    if (fk.hi)
+        own_copy(fk.lo, fk.hi);
+    for (int i = 0; statics_copied() && i < cb.nalias; i++)
+        own_copy(cb.alias[i].lo, cb.alias[i].hi);
     syscall(SYS_write, fk.ready[1], "r", 1);
     syscall(SYS_close, fk.ready[0]);
     syscall(SYS_close, fk.ready[1]);
@@ -349,10 +353,7 @@ pid_t fork(void)
     }
     /* the program's static data held here (its GOT too, which the child's
      * calls write), unless it is large */
-    size_t statics = 0;
-    for (int i = 0; i < cb.nalias; i++)
-        statics += cb.alias[i].hi - cb.alias[i].lo;
-    for (int i = 0; statics <= FORK_COPY_STATICS && i < cb.nalias; i++)
+    for (int i = 0; statics_copied() && i < cb.nalias; i++)
         for (uintptr_t a = cb.alias[i].lo; a < cb.alias[i].hi; a += cb.ps)
             (void)*(volatile const char *)a;
     size_t rsize = 256 << 10;
@@ -479,13 +480,19 @@ static int find_exec(const char *file, bool search, char *out, size_t n)
     return err;
 }
 
+static int count(char *const v[])
+{
+    int n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
 /* a private copy of a vector of strings, less those starting with one of
  * skip's prefixes; NULL where out of memory */
 static char **private_copy(char *const v[], const char *const skip[])
 {
-    int n = 0, k = 0;
-    while (v && v[n])
-        n++;
+    int n = count(v), k = 0;
     char **c = __libc_malloc(((size_t)n + 1) * sizeof *c);
     for (int i = 0; c && i < n; i++) {
         bool drop = false;
@@ -548,14 +555,6 @@ int shim_exec_strings(const char *strings, size_t len, int nargs, int nenv, bool
     int err = p != end ? EINVAL : exec_here(file, v, nenv >= 0 ? v + nargs + 1 : environ, search);
     __libc_free(v);
     return err;
-}
-
-static int count(char *const v[])
-{
-    int n = 0;
-    while (v && v[n])
-        n++;
-    return n;
 }
 
 #define PROCESS_ENV ((char *const *)-1) /* exec_any: the process's environment */

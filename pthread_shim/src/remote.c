@@ -520,7 +520,7 @@ int epoll_create(int size)
  * other (before, it was the node's own, and every later call on it, made
  * at the master, missed it: a write failed with EBADF, or reached whatever
  * the master had of that number).  mkdtemp and mktemp, which look names
- * up, and shm_unlink too (lib_exec_made).  memfd_create, timerfd and
+ * up, and shm_unlink too (lib_exec_fs).  memfd_create, timerfd and
  * inotify descriptors are the master's; a signalfd is the node's own (the
  * signals it reads are the node process's). */
 enum { TEMP_FD, TEMP_DIR, TEMP_NAME };
@@ -535,7 +535,7 @@ static long rs_temp(int kind, char *tmpl, int suffix, int flags)
 #define MKSTEMP(name, params, args, suffix, flags)                           \
     int name params                                                          \
     {                                                                        \
-        if (!shim_remote_fd(-1))                                       \
+        if (!shim_remote_fd(-1))                                             \
             return REAL(name) args;                                          \
         return (int)rs_temp(TEMP_FD, t, suffix, flags);                      \
     }
@@ -1224,8 +1224,7 @@ static long lib_exec_fs(int64_t op, int64_t a[6], int *err)
         program_mask(&mask);
         r = system(s);
         pthread_sigmask(SIG_SETMASK, &mask, NULL);
-    }
-    else if (op == RS_TEMP && a[1] == TEMP_FD)
+    } else if (op == RS_TEMP && a[1] == TEMP_FD)
         r = mkostemps(s, (int)a[2], (int)a[3]);
     else if (op == RS_TEMP && a[1] == TEMP_DIR)
         r = mkdtemp(s) ? 0 : -1;
