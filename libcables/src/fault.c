@@ -96,11 +96,13 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
     /* a copy this node held before, read again after an invalidation: the
      * next acquires refresh it in place instead (hlrc.c) */
     bool again = home >= 0 && home != cb.self && cb.cfg.refresh && atomic_load(&cb.served[p]) != 0;
-    /* The program ended at the master and this node is leaving: its exit
-     * ends the threads still running here, as a process's exit ends its
-     * threads wherever they are, so one that faults now waits for it (it
-     * is named if the exit does not come). */
-    if (atomic_load(&cb.comm_down) && cb_app_thread && cb.self != 0 && atomic_load(&cb.ending))
+    /* The process is ending (an exit or exec, at the master; this node's
+     * leaving after it elsewhere): that end ends the threads still
+     * running, as a process's exit or exec ends its threads wherever they
+     * are, so one that faults now waits for it (it is named if the end
+     * does not come).  The thread ending the process is the runtime's by
+     * now (cb_node_finish): its own late faults are named at once. */
+    if (atomic_load(&cb.comm_down) && cb_app_thread && atomic_load(&cb.ending))
         for (int i = 0; i < 300; i++)
             usleep(100000);
     if (atomic_load(&cb.comm_down))

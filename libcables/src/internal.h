@@ -521,6 +521,10 @@ void cb_on_join(const cb_msg_t *m);
 void cb_node_start(int *argc, char ***argv);
 void cb_node_serve(void);   /* non-master nodes: serve until shutdown */
 void cb_node_finish(void);
+/* The thread that ends the process: the first to exit or exec (or the
+ * node's server).  Any other that tries waits for that end, which ends it
+ * too, as a second exit waits in glibc. */
+void cb_node_end_claim(void);
 /* the program's exit status, once it exits (start.c) */
 extern int cb_exit_status;
 /* the master's exit status when the program's was 0 but a spawn is stuck

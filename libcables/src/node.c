@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -814,10 +815,21 @@ void cb_node_serve(void)
     exit(0);
 }
 
+void cb_node_end_claim(void)
+{
+    static _Atomic pid_t ender;
+    pid_t none = 0, me = gettid();
+    if (cb.forked || atomic_compare_exchange_strong(&ender, &none, me) || none == me)
+        return; /* a child of fork ends alone */
+    for (;;) /* not a cancellation point: a raw system call */
+        syscall(SYS_pause);
+}
+
 void cb_node_finish(void)
 {
-    static bool done;
-    if (done || cb.forked) /* a child of fork ends alone */
+    static bool done; /* only the thread that ends the process gets here */
+    cb_node_end_claim();
+    if (done || cb.forked)
         return;
     done = true;
     atomic_store(&cb.ending, true);

@@ -40,6 +40,7 @@ void exit(int status)
      * the program's exit handlers once, with this status (remote.c) */
     if (cb_app_thread && cb.self != 0 && !atomic_load(&cb.comm_down) && !atomic_load(&cb.ending))
         cb_exit_at_master(status);
+    cb_node_end_claim();
     cb_exit_status = status;
     if (!real_exit)
         real_exit = (void (*)(int))dlsym(RTLD_NEXT, "exit");

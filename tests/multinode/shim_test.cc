@@ -256,6 +256,55 @@ TEST_P(ExitHandlers, ExitOnNodeOneEndsTheProcessAtTheMaster)
 
 INSTANTIATE_TEST_SUITE_P(TwoNodes, ExitHandlers, ::testing::Values("shm", "tcp"));
 
+// The process ends (main's exit, or exec) while a thread at the master
+// still reads pages homed on node 1: that thread's faults after the
+// runtime stopped wait for the end, which ends them.  Before, the first
+// such fault ended the run with status 2 ("accessed after the node left
+// the cluster"), the exit's status or the exec lost.  In exit-exec a
+// thread on node 1 calls exit(5) as main execs: one of them ends the
+// process, as natively.
+struct EndingCase {
+    const char *transport, *how;
+};
+std::ostream &operator<<(std::ostream &o, const EndingCase &c)
+{
+    return o << c.how << "_" << c.transport;
+}
+class Ending : public ::testing::TestWithParam<EndingCase> {};
+
+TEST_P(Ending, OtherThreadsEndWithTheProcess)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const EndingCase c = GetParam();
+    const std::string how = c.how;
+    auto nat = mn::run({ native("tests/posix/ending"), how }, {}, 60);
+    ASSERT_TRUE(nat.exited && !nat.timed_out) << nat.describe();
+    for (int run = 0; run < 2; run++) {
+        auto res = mn::run_cables(2, c.transport, relinked("tests/posix/ending"), { how }, {}, {}, 120);
+        ASSERT_TRUE(res.exited && !res.timed_out) << res.describe();
+        if (how == "exit-exec")
+            EXPECT_TRUE(res.exit_code == 4 || res.exit_code == 5) << res.describe();
+        else
+            EXPECT_EQ(res.exit_code, nat.exit_code) << res.describe();
+        EXPECT_EQ(res.output.find("accessed after"), std::string::npos) << res.describe();
+        EXPECT_EQ(res.output.find("mpirun detected"), std::string::npos) << res.describe();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoNodes, Ending,
+                         ::testing::Values(EndingCase{ "shm", "exit" }, EndingCase{ "shm", "exec" },
+                                           EndingCase{ "shm", "exit-exec" },
+                                           EndingCase{ "tcp", "exit" }, EndingCase{ "tcp", "exec" },
+                                           EndingCase{ "tcp", "exit-exec" }),
+                         [](const ::testing::TestParamInfo<EndingCase> &i) {
+                             std::string n = std::string(i.param.how) + "_" + i.param.transport;
+                             for (char &ch : n)
+                                 if (ch == '-')
+                                     ch = '_';
+                             return n;
+                         });
+
 // The processors a program counts (sysconf, get_nprocs) are the cluster's:
 // its most nodes (-m 3) times the threads a node holds, on the master and
 // on node 1 alike, so that a pool sized by them fills every node; a thread
