@@ -398,6 +398,8 @@ pid_t fork(void)
         cb_mutex_unlock(&fk.mu);
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
     __libc_free(rstack);
+    if (pid > 0 && cb.self != 0) /* waits for it are this node's (spawn.c) */
+        shim_own_child(pid);
     for (uint32_t i = 0; pid > 0 && i < nh; i++) /* the child ran its own (fork_child) */
         if (h[i].parent)
             h[i].parent();
@@ -480,7 +482,7 @@ static int find_exec(const char *file, bool search, char *out, size_t n)
     return err;
 }
 
-static int count(char *const v[])
+int shim_count(char *const v[])
 {
     int n = 0;
     while (v && v[n])
@@ -488,24 +490,30 @@ static int count(char *const v[])
     return n;
 }
 
-/* a private copy of a vector of strings, less those starting with one of
- * skip's prefixes; NULL where out of memory */
-static char **private_copy(char *const v[], const char *const skip[])
+static bool skipped(const char *s, const char *const skip[])
 {
-    int n = count(v), k = 0;
-    char **c = __libc_malloc(((size_t)n + 1) * sizeof *c);
-    for (int i = 0; c && i < n; i++) {
-        bool drop = false;
-        for (int j = 0; skip && skip[j]; j++)
-            drop |= !strncmp(v[i], skip[j], strlen(skip[j]));
-        size_t len = strlen(v[i]) + 1;
-        if (!drop && !(c[k] = __libc_malloc(len)))
-            return NULL;
-        if (!drop)
-            memcpy(c[k++], v[i], len);
-    }
-    if (c)
-        c[k] = NULL;
+    for (int j = 0; skip && skip[j]; j++)
+        if (!strncmp(s, skip[j], strlen(skip[j])))
+            return true;
+    return false;
+}
+
+char **shim_private_copy(char *const v[], const char *const skip[])
+{
+    int n = shim_count(v), k = 0;
+    size_t len = ((size_t)n + 1) * sizeof(char *);
+    for (int i = 0; i < n; i++)
+        len += skipped(v[i], skip) ? 0 : strlen(v[i]) + 1;
+    char **c = __libc_malloc(len);
+    if (!c)
+        return NULL;
+    char *p = (char *)(c + n + 1);
+    for (int i = 0; i < n; i++)
+        if (!skipped(v[i], skip)) {
+            c[k++] = p;
+            p = stpcpy(p, v[i]) + 1;
+        }
+    c[k] = NULL;
     return c;
 }
 
@@ -521,7 +529,7 @@ static int exec_here(const char *file, char *const argv[], char *const envp[], b
      * runtime serves no page), and the new image no node of the run that
      * ended: the launcher's variables go (a relinked program starts alone) */
     static const char *const launcher[] = { "OMPI_", "PMIX_", "CABLES_ASLR_OK=", NULL };
-    char **args = private_copy(argv, NULL), **env = private_copy(envp, launcher);
+    char **args = shim_private_copy(argv, NULL), **env = shim_private_copy(envp, launcher);
     if (!args || !env)
         return ENOMEM;
     cb_node_finish();
@@ -567,7 +575,7 @@ static int exec_any(const char *file, char *const argv[], char *const envp[], bo
         return errno = err, -1;
     }
     bool own = envp == PROCESS_ENV;
-    int nargs = count(argv), nenv = own ? 0 : count(envp);
+    int nargs = shim_count(argv), nenv = own ? 0 : shim_count(envp);
     size_t len = strlen(file) + 1;
     for (int i = 0; i < nargs; i++)
         len += strlen(argv[i]) + 1;

@@ -63,26 +63,8 @@ enum {
     RS_STATVFS, RS_SYSTEM, RS_EXEC,
 };
 
-static cb_rsys_t rq(int64_t op, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
-                    int64_t a5)
-{
-    cb_rsys_t r;
-    memset(&r, 0, sizeof r);
-    r.op = op;
-    r.arg[0] = a0, r.arg[1] = a1, r.arg[2] = a2, r.arg[3] = a3, r.arg[4] = a4, r.arg[5] = a5;
-    return r;
-}
-
-/* argument a is a buffer of n bytes (a NULL one is left alone) */
-static void with(cb_rsys_t *r, int a, uint32_t flags, uint64_t n)
-{
-    if (!r->arg[a])
-        return;
-    r->buf[r->nbuf].arg = (uint32_t)a;
-    r->buf[r->nbuf].flags = flags;
-    r->buf[r->nbuf].len = n;
-    r->nbuf++;
-}
+#define rq shim_rq
+#define with shim_rq_with
 
 static void with_path(cb_rsys_t *r, int a)
 {
@@ -1270,6 +1252,8 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         return (*err = cb_proc_change((int)a[0], a[1], (const char *)(uintptr_t)a[2],
                                       (const char *)(uintptr_t)a[3], (int64_t *)(uintptr_t)a[4]))
                    ? -1 : 0;
+    if (op == SHIM_RS_SPAWN)
+        return shim_spawn_exec(a, err);
     if (op >= SHIM_RS_OPENDIR)
         return shim_dir_exec(op, a, err);
     if (op == RS_REALPATH)

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "../../libcables/src/internal.h"
@@ -90,6 +91,36 @@ void shim_path_touch(const char *path); /* present, if it is in shared memory */
 enum { SHIM_RS_OPENDIR = CB_RSYS_LIB + 0x100, SHIM_RS_FDOPENDIR, SHIM_RS_READDIR,
        SHIM_RS_SEEKDIR, SHIM_RS_REWINDDIR, SHIM_RS_CLOSEDIR };
 long shim_dir_exec(int64_t op, int64_t a[6], int *err);
+/* posix_spawn at the master (spawn.c), made by cb_rsys_lib */
+enum { SHIM_RS_SPAWN = CB_RSYS_LIB + 0x200 };
+long shim_spawn_exec(int64_t a[6], int *err);
+void shim_own_child(pid_t pid); /* this node's fork made child pid */
+/* process.c: the strings of a NULL-ended vector; a private copy of one
+ * (one block of libc's: __libc_free it), less the strings starting with
+ * one of skip's prefixes; NULL where out of memory */
+int shim_count(char *const v[]);
+char **shim_private_copy(char *const v[], const char *const skip[]);
+/* a call made at the master (cb_rsys): op and its arguments; argument a is
+ * a buffer of n bytes, sent (RSYS_IN) or written back (RSYS_OUT); a NULL
+ * one is left alone */
+static inline cb_rsys_t shim_rq(int64_t op, int64_t a0, int64_t a1, int64_t a2, int64_t a3,
+                                int64_t a4, int64_t a5)
+{
+    cb_rsys_t r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.arg[0] = a0, r.arg[1] = a1, r.arg[2] = a2, r.arg[3] = a3, r.arg[4] = a4, r.arg[5] = a5;
+    return r;
+}
+static inline void shim_rq_with(cb_rsys_t *r, int a, uint32_t flags, uint64_t n)
+{
+    if (!r->arg[a])
+        return;
+    r->buf[r->nbuf].arg = (uint32_t)a;
+    r->buf[r->nbuf].flags = flags;
+    r->buf[r->nbuf].len = n;
+    r->nbuf++;
+}
 /* a set of pointers under its lock (the few streams open of a kind) */
 typedef struct {
     cb_mutex_t mu;

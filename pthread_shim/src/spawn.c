@@ -1,0 +1,372 @@
+/* spawn.c: posix_spawn and the wait family.  The process's children are
+ * the master's, as its descriptors and its working directory are: an
+ * application thread of another node spawns at the master (a remote call
+ * carrying the file, arguments, environment, file actions and attributes),
+ * so the child runs on the master's machine, in the process's working
+ * directory, its file actions on the process's descriptors (a pipe of the
+ * program's dup2'd onto its output), its parent the master's process.
+ * Before, the child was the calling node process's, and a file action
+ * naming one of the master's descriptors reached whatever that node had of
+ * that number.
+ *
+ * A wait for a child is made where the child is: at this node for the
+ * children its own fork made (a fork copies this node process, which only
+ * this node can do), else at the master.  A wait for any child goes to
+ * this node while it has children of its own not yet waited for.
+ *
+ * The file actions are glibc's record (posix_spawn_file_actions_t's
+ * actions are internal to glibc); the layout is checked once against
+ * actions made by glibc itself, and where it differs the spawn stays at
+ * the calling node, as before, with a message. */
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define P(x) ((int64_t)(uintptr_t)(x))
+
+/* ---- glibc's file actions (posix/spawn_int.h, glibc 2.35 and later) ---- */
+
+struct glibc_action {
+    enum { DO_CLOSE, DO_DUP2, DO_OPEN, DO_CHDIR, DO_FCHDIR, DO_CLOSEFROM, DO_TCSETPGRP } tag;
+    union {
+        struct { int fd; } close;
+        struct { int fd, newfd; } dup2;
+        struct { int fd; char *path; int oflag; mode_t mode; } open;
+        struct { char *path; } chdir;
+        struct { int fd; } fchdir;
+        struct { int from; } closefrom;
+        struct { int fd; } tcsetpgrp;
+    } a;
+};
+
+/* one action as sent: its path, if it has one, among the strings */
+struct action {
+    int32_t tag, fd, newfd, oflag;
+    uint32_t mode, has_path;
+};
+
+static struct action decode(const struct glibc_action *g)
+{
+    struct action x = { .tag = (int32_t)g->tag };
+    switch (g->tag) {
+    case DO_CLOSE: x.fd = g->a.close.fd; break;
+    case DO_DUP2: x.fd = g->a.dup2.fd, x.newfd = g->a.dup2.newfd; break;
+    case DO_OPEN:
+        x.fd = g->a.open.fd, x.oflag = g->a.open.oflag, x.mode = g->a.open.mode, x.has_path = 1;
+        break;
+    case DO_CHDIR: x.has_path = 1; break;
+    case DO_FCHDIR: x.fd = g->a.fchdir.fd; break;
+    case DO_CLOSEFROM: x.fd = g->a.closefrom.from; break;
+    case DO_TCSETPGRP: x.fd = g->a.tcsetpgrp.fd; break;
+    default: x.tag = -1;
+    }
+    return x;
+}
+
+static const char *path_of(const struct glibc_action *g)
+{
+    return g->tag == DO_OPEN ? g->a.open.path : g->tag == DO_CHDIR ? g->a.chdir.path : NULL;
+}
+
+/* glibc's record is what this file reads: one action of each kind, made
+ * by glibc, decoded as made */
+static bool layout_known(void)
+{
+    static _Atomic int known = -1; /* two first calls make the same check */
+    if (known >= 0)
+        return known;
+    posix_spawn_file_actions_t fa;
+    bool ok = !posix_spawn_file_actions_init(&fa) && !posix_spawn_file_actions_addclose(&fa, 11) &&
+              !posix_spawn_file_actions_adddup2(&fa, 12, 13) &&
+              !posix_spawn_file_actions_addopen(&fa, 14, "/o", 0101, 0640) &&
+              !posix_spawn_file_actions_addchdir_np(&fa, "/c") &&
+              !posix_spawn_file_actions_addfchdir_np(&fa, 15) &&
+              !posix_spawn_file_actions_addclosefrom_np(&fa, 16) &&
+              !posix_spawn_file_actions_addtcsetpgrp_np(&fa, 17) && fa.__used == 7;
+    static const struct action want[7] = {
+        { DO_CLOSE, 11, 0, 0, 0, 0 },        { DO_DUP2, 12, 13, 0, 0, 0 },
+        { DO_OPEN, 14, 0, 0101, 0640, 1 },   { DO_CHDIR, 0, 0, 0, 0, 1 },
+        { DO_FCHDIR, 15, 0, 0, 0, 0 },       { DO_CLOSEFROM, 16, 0, 0, 0, 0 },
+        { DO_TCSETPGRP, 17, 0, 0, 0, 0 },
+    };
+    const struct glibc_action *g = (const struct glibc_action *)(void *)fa.__actions;
+    for (int i = 0; ok && i < 7; i++) {
+        struct action x = decode(&g[i]);
+        ok = !memcmp(&x, &want[i], sizeof x);
+    }
+    ok = ok && !strcmp(path_of(&g[2]), "/o") && !strcmp(path_of(&g[3]), "/c");
+    posix_spawn_file_actions_destroy(&fa);
+    if (!ok)
+        fprintf(stderr, "cables: this libc's posix_spawn file actions are not the layout the "
+                "shim reads: a spawn on a node other than the master stays there\n");
+    known = ok;
+    return ok;
+}
+
+/* ---- the request ---- */
+
+struct spawn_req {
+    int32_t nargs, nenv, nacts, search; /* nenv -1: the process's environment */
+    int32_t has_attr, flags, pgrp, policy;
+    sigset_t sigdefault, sigmask, caller_mask;
+    struct sched_param param;
+};
+
+/* the strings one after the other, each with its NUL */
+static char *put(char *p, const char *s) { return stpcpy(p, s) + 1; }
+
+static int spawn_at_master(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[],
+                           char *const envp[], bool search)
+{
+    int nacts = fa ? fa->__used : 0;
+    const struct glibc_action *g = fa ? (const struct glibc_action *)(void *)fa->__actions : NULL;
+    struct spawn_req q = { .nargs = shim_count(argv), .nenv = envp == environ ? -1 : shim_count(envp),
+                           .nacts = nacts, .search = search, .has_attr = attr != NULL };
+    if (attr) {
+        short flags;
+        posix_spawnattr_getflags(attr, &flags);
+        q.flags = flags;
+        posix_spawnattr_getpgroup(attr, &q.pgrp);
+        posix_spawnattr_getschedpolicy(attr, &q.policy);
+        posix_spawnattr_getschedparam(attr, &q.param);
+        posix_spawnattr_getsigdefault(attr, &q.sigdefault);
+        posix_spawnattr_getsigmask(attr, &q.sigmask);
+    }
+    pthread_sigmask(SIG_BLOCK, NULL, &q.caller_mask); /* the child's, unless the attributes say */
+    size_t len = sizeof q + (size_t)nacts * sizeof(struct action) + strlen(file) + 1;
+    for (int i = 0; i < q.nargs; i++)
+        len += strlen(argv[i]) + 1;
+    for (int i = 0; i < q.nenv; i++)
+        len += strlen(envp[i]) + 1;
+    for (int i = 0; i < nacts; i++)
+        if (path_of(&g[i]))
+            len += strlen(path_of(&g[i])) + 1;
+    char *buf = __libc_malloc(len);
+    if (!buf)
+        return ENOMEM;
+    memcpy(buf, &q, sizeof q);
+    struct action *acts = (struct action *)(void *)(buf + sizeof q);
+    char *p = (char *)(acts + nacts);
+    p = put(p, file);
+    for (int i = 0; i < q.nargs; i++)
+        p = put(p, argv[i]);
+    for (int i = 0; i < q.nenv; i++)
+        p = put(p, envp[i]);
+    for (int i = 0; i < nacts; i++) {
+        acts[i] = decode(&g[i]);
+        if (path_of(&g[i]))
+            p = put(p, path_of(&g[i]));
+    }
+    pid_t got = 0;
+    long rc = shim_rs_path(SHIM_RS_SPAWN, P(buf), (int64_t)len, P(&got), 0, 0, 0, 0, len, 2,
+                           sizeof got, 0);
+    int err = rc < 0 ? errno : 0;
+    __libc_free(buf);
+    if (!err && pid)
+        *pid = got;
+    return err;
+}
+
+/* at the master, for another node's thread: the spawn made here */
+long shim_spawn_exec(int64_t a[6], int *err)
+{
+    const char *buf = (const char *)(uintptr_t)a[0], *end = buf + a[1];
+    struct spawn_req q;
+    if ((size_t)a[1] < sizeof q || end[-1])
+        return *err = EINVAL, -1;
+    memcpy(&q, buf, sizeof q);
+    if (q.nargs < 0 || q.nenv < -1 || q.nacts < 0 ||
+        (size_t)q.nacts > ((size_t)a[1] - sizeof q) / sizeof(struct action))
+        return *err = EINVAL, -1;
+    const struct action *acts = (const struct action *)(const void *)(buf + sizeof q);
+    const char *p = (const char *)(acts + q.nacts);
+    int nenv = q.nenv > 0 ? q.nenv : 0, nstr = 1 + q.nargs + nenv;
+    for (int i = 0; i < q.nacts; i++)
+        nstr += acts[i].has_path != 0;
+    const char **s = __libc_malloc(((size_t)nstr + 2) * sizeof *s);
+    if (!s)
+        return *err = ENOMEM, -1;
+    int k = 0;
+    for (; k < nstr && p < end; k++, p += strlen(p) + 1)
+        s[k] = p;
+    long r = -1;
+    if (k < nstr || p != end) {
+        *err = EINVAL;
+        goto out;
+    }
+    /* argv and the environment as vectors, NULL-ended */
+    char **argv = __libc_malloc(((size_t)q.nargs + 1) * sizeof *argv);
+    char **envp = __libc_malloc(((size_t)nenv + 1) * sizeof *envp);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    int e = !argv || !envp ? ENOMEM : posix_spawn_file_actions_init(&fa);
+    if (!e && !(e = posix_spawnattr_init(&at))) {
+        memcpy(argv, s + 1, (size_t)q.nargs * sizeof *argv);
+        argv[q.nargs] = NULL;
+        memcpy(envp, s + 1 + q.nargs, (size_t)nenv * sizeof *envp);
+        envp[nenv] = NULL;
+        int sp = 1 + q.nargs + nenv;
+        for (int i = 0; !e && i < q.nacts; i++) {
+            const struct action *x = &acts[i];
+            const char *path = x->has_path ? s[sp++] : NULL;
+            switch (x->tag) {
+            case DO_CLOSE: e = posix_spawn_file_actions_addclose(&fa, x->fd); break;
+            case DO_DUP2: e = posix_spawn_file_actions_adddup2(&fa, x->fd, x->newfd); break;
+            case DO_OPEN:
+                e = posix_spawn_file_actions_addopen(&fa, x->fd, path, x->oflag, (mode_t)x->mode);
+                break;
+            case DO_CHDIR: e = posix_spawn_file_actions_addchdir_np(&fa, path); break;
+            case DO_FCHDIR: e = posix_spawn_file_actions_addfchdir_np(&fa, x->fd); break;
+            case DO_CLOSEFROM: e = posix_spawn_file_actions_addclosefrom_np(&fa, x->fd); break;
+            case DO_TCSETPGRP: e = posix_spawn_file_actions_addtcsetpgrp_np(&fa, x->fd); break;
+            default: e = EINVAL;
+            }
+        }
+        /* the calling thread's signal mask, not this proxy's (all blocked) */
+        short flags = (short)(q.has_attr ? q.flags : 0);
+        if (!(flags & POSIX_SPAWN_SETSIGMASK))
+            q.sigmask = q.caller_mask, flags |= POSIX_SPAWN_SETSIGMASK;
+        if (!e && q.has_attr) {
+            posix_spawnattr_setpgroup(&at, q.pgrp);
+            posix_spawnattr_setschedpolicy(&at, q.policy);
+            posix_spawnattr_setschedparam(&at, &q.param);
+            posix_spawnattr_setsigdefault(&at, &q.sigdefault);
+        }
+        if (!e)
+            e = posix_spawnattr_setsigmask(&at, &q.sigmask);
+        if (!e)
+            e = posix_spawnattr_setflags(&at, flags);
+        /* the process's environment copied first: its strings may be in
+         * the shared memory, which the child must not fault on */
+        char **env = !e && q.nenv < 0 ? shim_private_copy(environ, NULL) : envp;
+        if (!e && !env)
+            e = ENOMEM;
+        pid_t pid = 0;
+        if (!e)
+            e = (q.search ? posix_spawnp : posix_spawn)(&pid, s[0], &fa, &at, argv, env);
+        if (env != envp)
+            __libc_free(env);
+        posix_spawnattr_destroy(&at);
+        posix_spawn_file_actions_destroy(&fa);
+        if (!e) {
+            memcpy((void *)(uintptr_t)a[2], &pid, sizeof pid);
+            r = 0;
+        }
+    } else if (!e) {
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    __libc_free(argv);
+    __libc_free(envp);
+    if (e)
+        *err = e;
+out:
+    __libc_free(s);
+    return r;
+}
+
+/* ---- the calls ---- */
+
+/* the children this node's own fork made, not yet waited for */
+static shim_set_t own_children = SHIM_SET_INIT;
+
+void shim_own_child(pid_t pid) { shim_set_add(&own_children, (void *)(intptr_t)pid); }
+
+static bool at_master(void)
+{
+    return cb_app_thread && cb.multi && cb.self != 0 && !cb.forked && !atomic_load(&cb.ending);
+}
+
+static int spawn_any(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                     const posix_spawnattr_t *attr, char *const argv[], char *const envp[],
+                     bool search)
+{
+    if (at_master() && layout_known())
+        return spawn_at_master(pid, file, fa, attr, argv, envp, search);
+    pid_t child = 0;
+    int e = (search ? REAL(posix_spawnp) : REAL(posix_spawn))(&child, file, fa, attr, argv, envp);
+    if (!e && at_master()) /* this node's own child */
+        shim_own_child(child);
+    if (!e && pid)
+        *pid = child;
+    return e;
+}
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return spawn_any(pid, path, fa, attr, argv, envp, false);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return spawn_any(pid, file, fa, attr, argv, envp, true);
+}
+
+/* a wait for pid (wait4's: -1 any child, 0 or < -1 a group) is this node's */
+static bool wait_here(pid_t pid)
+{
+    if (!at_master())
+        return true;
+    if (pid > 0)
+        return shim_set_has(&own_children, (void *)(intptr_t)pid, false);
+    cb_mutex_lock(&own_children.mu);
+    bool any = own_children.n > 0;
+    cb_mutex_unlock(&own_children.mu);
+    return any;
+}
+
+/* a child of this node's own that ended is no more */
+static void reaped(pid_t pid, int status)
+{
+    if (pid > 0 && (WIFEXITED(status) || WIFSIGNALED(status)))
+        shim_set_has(&own_children, (void *)(intptr_t)pid, true);
+}
+
+pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+    int st = 0;
+    pid_t r;
+    if (wait_here(pid)) {
+        r = REAL(wait4)(pid, &st, options, ru);
+        reaped(r, st);
+    } else {
+        cb_rsys_t q = shim_rq(SYS_wait4, pid, P(&st), options, P(ru), 0, 0);
+        shim_rq_with(&q, 1, RSYS_OUT, sizeof st);
+        shim_rq_with(&q, 3, RSYS_OUT, sizeof *ru);
+        r = (pid_t)cb_rsys(&q);
+    }
+    if (r > 0 && status)
+        *status = st;
+    return r;
+}
+
+pid_t waitpid(pid_t pid, int *status, int options) { return wait4(pid, status, options, NULL); }
+pid_t wait(int *status) { return wait4(-1, status, 0, NULL); }
+pid_t wait3(int *status, int options, struct rusage *ru) { return wait4(-1, status, options, ru); }
+
+int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
+{
+    pid_t pid = type == P_PID ? (pid_t)id : type == P_PGID ? -(pid_t)id : -1;
+    if (type == P_PIDFD || wait_here(type == P_PGID && id == 0 ? 0 : pid)) {
+        int r = REAL(waitid)(type, id, info, options);
+        if (!r && info && !(options & WNOWAIT) &&
+            (info->si_code == CLD_EXITED || info->si_code == CLD_KILLED ||
+             info->si_code == CLD_DUMPED))
+            shim_set_has(&own_children, (void *)(intptr_t)info->si_pid, true);
+        return r;
+    }
+    cb_rsys_t q = shim_rq(SYS_waitid, type, (int64_t)id, P(info), options, 0, 0);
+    shim_rq_with(&q, 2, RSYS_IN | RSYS_OUT, sizeof *info);
+    return (int)cb_rsys(&q);
+}
