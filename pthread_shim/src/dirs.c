@@ -59,7 +59,6 @@ typedef struct {
     char name[];
 } rent_t;
 
-void *shim_malloc(size_t n) __asm__("malloc");  /* the program's (heap.c) */
 void shim_free(void *p) __asm__("free");
 void *shim_realloc(void *p, size_t n) __asm__("realloc");
 

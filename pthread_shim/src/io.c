@@ -42,6 +42,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <limits.h>
 #include <poll.h>
@@ -624,7 +625,6 @@ int utimensat(int dir, const char *path, const struct timespec t[2], int flags)
     return RETRY((PATH_IF(path), TIMES_IF(t)), LIBC(utimensat)(dir, path, t, flags));
 }
 
-void *shim_malloc(size_t n) __asm__("malloc"); /* the program's (heap.c) */
 
 /* libc resolves the path itself (lstat, readlink inside libc): at the
  * master, all of it.  NULL resolved: in the program's malloc, as libc's. */
@@ -942,6 +942,21 @@ char *getcwd(char *buf, size_t n)
     }
     copy_done(c, NULL);
     return r;
+}
+
+/* glibc's: $PWD where it names the working directory, else getcwd's */
+char *get_current_dir_name(void)
+{
+    if (!shim_remote_fd(-1))
+        return LIBC(get_current_dir_name)();
+    const char *pwd = getenv("PWD");
+    struct stat dot, at;
+    if (pwd && !stat(".", &dot) && !stat(pwd, &at) && dot.st_dev == at.st_dev &&
+        dot.st_ino == at.st_ino) {
+        char *r = shim_malloc(strlen(pwd) + 1);
+        return r ? strcpy(r, pwd) : (errno = ENOMEM, NULL);
+    }
+    return getcwd(NULL, 0);
 }
 
 ssize_t getrandom(void *buf, size_t n, unsigned flags)

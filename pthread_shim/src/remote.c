@@ -546,6 +546,61 @@ char *mktemp(char *t)
     rs_temp(TEMP_NAME, t, 0, 0); /* t is "" where no name was found */
     return t;
 }
+
+/* tmpnam and tempnam look names up inside libc: made here as glibc makes
+ * them, with mktemp's lookup at the master */
+static bool dir_exists(const char *d)
+{
+    struct stat st;
+    return d && *d && !stat(d, &st) && S_ISDIR(st.st_mode); /* stat: the shim's, at the master */
+}
+
+static char *temp_name(char *out, size_t n, const char *dir, const char *pfx)
+{
+    size_t dlen = strlen(dir), plen = pfx && *pfx ? strnlen(pfx, 5) : 4;
+    while (dlen > 1 && dir[dlen - 1] == '/')
+        dlen--;
+    if (dlen + plen + 8 > n)
+        return errno = EINVAL, NULL;
+    snprintf(out, n, "%.*s/%.*sXXXXXX", (int)dlen, dir, (int)plen, pfx && *pfx ? pfx : "file");
+    rs_temp(TEMP_NAME, out, 0, 0);
+    return out[0] ? out : NULL;
+}
+
+char *tmpnam(char s[L_tmpnam])
+{
+    static char buf[L_tmpnam]; /* libc's is as shared */
+    if (!shim_remote_fd(-1))
+        return REAL(tmpnam)(s);
+    char t[L_tmpnam];
+    if (!temp_name(t, sizeof t, P_tmpdir, NULL))
+        return NULL;
+    return strcpy(s ? s : buf, t);
+}
+
+char *tmpnam_r(char s[L_tmpnam])
+{
+    if (!shim_remote_fd(-1) || !s)
+        return REAL(tmpnam_r)(s);
+    return temp_name(s, L_tmpnam, P_tmpdir, NULL);
+}
+
+/* the directory: $TMPDIR, dir, P_tmpdir, then /tmp, the first that is one */
+char *tempnam(const char *dir, const char *pfx)
+{
+    if (!shim_remote_fd(-1))
+        return REAL(tempnam)(dir, pfx);
+    const char *d = getenv("TMPDIR");
+    if (!dir_exists(d))
+        d = dir_exists(dir) ? dir : dir_exists(P_tmpdir) ? P_tmpdir : "/tmp";
+    if (!dir_exists(d))
+        return errno = ENOENT, NULL;
+    char t[PATH_MAX];
+    if (!temp_name(t, sizeof t, d, pfx))
+        return NULL;
+    char *r = shim_malloc(strlen(t) + 1); /* the program frees it */
+    return r ? strcpy(r, t) : (errno = ENOMEM, NULL);
+}
 #pragma GCC diagnostic pop
 
 /* statvfs of path (NULL: of descriptor fd) at the master */

@@ -95,6 +95,8 @@ long shim_dir_exec(int64_t op, int64_t a[6], int *err);
 enum { SHIM_RS_SPAWN = CB_RSYS_LIB + 0x200 };
 long shim_spawn_exec(int64_t a[6], int *err);
 void shim_own_child(pid_t pid); /* this node's fork made child pid */
+/* the program's malloc (heap.c), for what the program frees */
+void *shim_malloc(size_t n) __asm__("malloc");
 /* process.c: the strings of a NULL-ended vector; a private copy of one
  * (one block of libc's: __libc_free it), less the strings starting with
  * one of skip's prefixes; NULL where out of memory */

@@ -14,7 +14,8 @@
  * (mkstemp, mkostemps, shm_open, memfd_create, timerfd_create,
  * inotify_init1: main reads what the worker wrote, the timer's expiry, the
  * event of a file main made), its mkdtemp and mktemp names what main finds
- * or not, its system command writes where main is, and its signalfd is its
+ * or not, its tempnam a name in main's directory, its
+ * get_current_dir_name main's, its system command writes where main is, and its signalfd is its
  * own.  Run in stand-ins for machines, each
  * node with its own disk at $PATHS_DIR (tests/multinode/machines.sh, of a
  * size of its own), the worker's calls reach the master's disk or fail.
@@ -195,6 +196,18 @@ static void make_descriptors(void)
     notify = inotify_init1(IN_NONBLOCK);
     CHECK_GE("w_inotify", notify, 0);
     CHECK_GE("w_inotify_watch", inotify_add_watch(notify, in(0, "sub"), IN_CREATE), 0);
+    /* names libc looks up inside itself (looked up as the program's, as
+     * mktemp) and the working directory by name: main's */
+    char *(*temp_in)(const char *, const char *) =
+        (char *(*)(const char *, const char *))dlsym(RTLD_DEFAULT, "tempnam");
+    char *tn = temp_in ? temp_in(dir, "cab") : NULL;
+    CHECK("w_tempnam", tn != NULL);
+    CHECK("w_tempnam_in_dir", tn && (getenv("TMPDIR") || !strncmp(tn, dir, strlen(dir))));
+    free(tn);
+    char here_now[PATH_MAX] = "", *cur = get_current_dir_name();
+    CHECK("w_get_current_dir_name", cur && getcwd(here_now, sizeof here_now) &&
+                                        !strcmp(cur, here_now));
+    free(cur);
     /* a command, run where the process's working directory is */
     CHECK_EQ("w_system", system("echo sys > sysfile"), 0);
     int st3 = system("exit 3");
