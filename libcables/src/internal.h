@@ -471,7 +471,8 @@ enum { CB_PROC_CHDIR,    /* s1: the path */
        CB_PROC_PUTENV,   /* s1: "name=value" (the program's string, kept) or "name" */
        CB_PROC_CLEARENV,
        CB_PROC_SETLOCALE, /* arg: the category, s1: the name ("": from the environment) */
-       CB_PROC_SIGACTION  /* arg: the signal, s1: its struct sigaction */ };
+       CB_PROC_SIGACTION, /* arg: the signal, s1: its struct sigaction */
+       CB_PROC_STDIO      /* arg: bit 0 stdout, bit 1 stderr, now the master's (cb.std_master) */ };
 /* 0 or an error number; ENOTSUP on a node other than the master */
 int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
 void cb_proc_init(void);
@@ -521,10 +522,11 @@ void cb_on_join(const cb_msg_t *m);
 void cb_node_start(int *argc, char ***argv);
 void cb_node_serve(void);   /* non-master nodes: serve until shutdown */
 void cb_node_finish(void);
-/* The thread that ends the process: the first to exit or exec (or the
- * node's server).  Any other that tries waits for that end, which ends it
- * too, as a second exit waits in glibc. */
-void cb_node_end_claim(void);
+/* The thread that ends the process: the first to exit or exec, main
+ * returning, or the node's server (true).  An application thread that
+ * tries after it waits for that end, which ends it too (as a second exit
+ * waits in glibc 2.41); one of the runtime's gets false and goes on. */
+bool cb_node_end_claim(void);
 /* the program's exit status, once it exits (start.c) */
 extern int cb_exit_status;
 /* the master's exit status when the program's was 0 but a spawn is stuck
@@ -660,6 +662,10 @@ typedef struct {
     void *program;
     uintptr_t image_lo, image_hi; /* the program's own code and data (statics.c) */
     _Atomic bool ending; /* cb_node_finish has begun */
+    /* descriptors 1 and 2 (bits 0, 1) are the master's on every node: the
+     * program moved them (dup2, freopen, close); until then each node's
+     * own, which the launcher forwards */
+    _Atomic int std_master;
     bool forked; /* a child of fork: the memory its own, no runtime (pthread_shim's process.c) */
 } cb_ctx_t;
 #define CB_PROGRAM_BYTES (8192 - 8)

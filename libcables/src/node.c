@@ -815,12 +815,14 @@ void cb_node_serve(void)
     exit(0);
 }
 
-void cb_node_end_claim(void)
+bool cb_node_end_claim(void)
 {
     static _Atomic pid_t ender;
     pid_t none = 0, me = gettid();
     if (cb.forked || atomic_compare_exchange_strong(&ender, &none, me) || none == me)
-        return; /* a child of fork ends alone */
+        return true; /* a child of fork ends alone */
+    if (!cb_app_thread) /* one of the runtime's (a signal handler's exit): never parked */
+        return false;
     for (;;) /* not a cancellation point: a raw system call */
         syscall(SYS_pause);
 }
@@ -828,8 +830,7 @@ void cb_node_end_claim(void)
 void cb_node_finish(void)
 {
     static bool done; /* only the thread that ends the process gets here */
-    cb_node_end_claim();
-    if (done || cb.forked)
+    if (!cb_node_end_claim() || done || cb.forked)
         return;
     done = true;
     atomic_store(&cb.ending, true);

@@ -25,7 +25,7 @@
 
 #include "internal.h"
 
-enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV, P_LOCALE };
+enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV, P_LOCALE, P_STDIO };
 
 typedef struct {
     char *name, *value; /* value NULL: unset */
@@ -39,6 +39,7 @@ static uint64_t sig_kept; /* bit s - 1: sig_tab[s] holds one */
 static char *cwd_kept;    /* the working directory (NULL: the launch's) */
 static char *locale_kept; /* setlocale(LC_ALL, NULL) after the last change (NULL: none) */
 static int umask_kept = -1;
+static int stdio_kept; /* CB_PROC_STDIO's bits */
 static bool env_cleared;
 static env_rec_t *env_kept;
 static size_t env_n, env_cap;
@@ -67,6 +68,7 @@ static int apply(int kind, int64_t arg, const char *s)
     case P_UNSETENV: return libc_unsetenv(s) ? errno : 0;
     case P_CLEARENV: return libc_clearenv() ? errno : 0;
     case P_LOCALE: return libc_setlocale((int)arg, s) ? 0 : ENOENT;
+    case P_STDIO: atomic_fetch_or(&cb.std_master, (int)arg); return 0;
     }
     return EINVAL;
 }
@@ -76,7 +78,7 @@ static const char *kind_name(int kind)
     static const char *const names[] = { "a signal disposition", "the working directory",
                                          "the file mode mask", "an environment variable",
                                          "an environment variable", "the environment",
-                                         "the locale" };
+                                         "the locale", "the standard streams" };
     return names[kind];
 }
 
@@ -157,6 +159,7 @@ static void keep(int kind, int64_t arg, const char *s)
         cwd_kept = copy(s);
         break;
     case P_UMASK: umask_kept = (int)arg; break;
+    case P_STDIO: stdio_kept |= (int)arg; break;
     case P_LOCALE:
         free(locale_kept);
         locale_kept = copy(s);
@@ -269,6 +272,13 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
         arg = LC_ALL;
         break;
     }
+    case CB_PROC_STDIO:
+        kind = P_STDIO;
+        if (arg < 1 || arg > 3)
+            rc = EINVAL;
+        else if ((changed = (atomic_load(&cb.std_master) & arg) != arg))
+            rc = apply(kind, arg, NULL);
+        break;
     default:
         rc = EINVAL;
     }
@@ -297,6 +307,10 @@ void cb_proc_replay(int k)
     }
     if (umask_kept >= 0) {
         cb_msg_t m = { .type = M_PROC, .a = P_UMASK, .b = (uint64_t)umask_kept };
+        cb_send(k, &m, NULL, 0, false);
+    }
+    if (stdio_kept) {
+        cb_msg_t m = { .type = M_PROC, .a = P_STDIO, .b = (uint64_t)stdio_kept };
         cb_send(k, &m, NULL, 0, false);
     }
     if (locale_kept) {
@@ -352,6 +366,7 @@ void cb_on_proc(const cb_msg_t *m, const void *p, size_t len)
     const char *s = p;
     bool ok = kind == P_SIG ? len == sizeof(struct sigaction) && m->b > 0 && m->b < NSIG
             : kind == P_UMASK || kind == P_CLEARENV ? len == 0
+            : kind == P_STDIO ? len == 0 && m->b >= 1 && m->b <= 3
             : kind == P_SETENV ? len >= 3 && s[len - 1] == 0 && strlen(s) + 1 < len
             : (kind == P_CWD || kind == P_UNSETENV || kind == P_LOCALE) && len >= 2 &&
               s[len - 1] == 0;

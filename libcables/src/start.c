@@ -60,6 +60,8 @@ static int cables_main(int argc, char **argv, char **envp)
         cb_threads_wait_all();
         exit(0);
     }
+    /* main returned: libc's exit follows, past the shim's exit */
+    cb_node_end_claim();
     cb_exit_status = (int)(intptr_t)rc;
     return cb_exit_status;
 }

@@ -1510,6 +1510,57 @@ int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
     return r;
 }
 
+/* the standard output: the node's own until the program moves it
+ * (shim_std_own), then the master's as any stream of its */
+static int rs_printf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = shim_rs_vfprintf(f, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int vprintf(const char *restrict fmt, va_list ap) { return vfprintf(stdout, fmt, ap); }
+
+int printf(const char *restrict fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int __vprintf_chk(int flag, const char *fmt, va_list ap);
+int __printf_chk(int flag, const char *fmt, ...);
+int __vprintf_chk(int flag, const char *fmt, va_list ap) { return __vfprintf_chk(stdout, flag, fmt, ap); }
+
+int __printf_chk(int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vfprintf_chk(stdout, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int puts(const char *s)
+{
+    if (shim_remote_file(stdout))
+        return rs_printf(stdout, "%s\n", s) < 0 ? EOF : 1;
+    file_out(stdout);
+    return LIBC(puts)(s);
+}
+
+int putchar(int c)
+{
+    if (shim_remote_file(stdout))
+        return shim_rs_fputc(c, stdout);
+    file_out(stdout);
+    return LIBC(putchar)(c);
+}
+
 /* scanf: glibc's headers may name fscanf as __isoc99_fscanf (strict C99
  * and later), so the old names are defined under their assembler names */
 int __isoc99_vfscanf(FILE *restrict f, const char *restrict fmt, va_list ap);

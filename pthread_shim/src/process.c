@@ -59,6 +59,12 @@ static int change(int op, int64_t arg, const char *s1, const char *s2, int64_t *
     return rc ? (errno = rc, -1) : 0;
 }
 
+void shim_std_moved(int fd)
+{
+    if ((fd == 1 || fd == 2) && shared_change() && !cb.forked && shim_std_own(fd))
+        change(CB_PROC_STDIO, fd, NULL, NULL, NULL);
+}
+
 int chdir(const char *path)
 {
     if (!shared_change())

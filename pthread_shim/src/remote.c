@@ -432,13 +432,23 @@ void shim_local_closed(int fd)
         local_mark(fd, false);
 }
 
+/* 1 and 2 are the process's: closing or replacing one, on any node, acts
+ * at the master, and from then on they are the master's on every node */
+static bool std_to_master(int fd) { return cb_app_thread && cb.self != 0 && shim_std_own(fd); }
+
 int close(int fd)
 {
-    if (shim_remote_fd(fd))
-        return (int)sys6(SYS_close, fd, 0, 0, 0);
-    if (shim_local_fd(fd) && cb_app_thread)
-        local_mark(fd, false);
-    return REAL(close)(fd);
+    int r;
+    if (shim_remote_fd(fd) || std_to_master(fd))
+        r = (int)sys6(SYS_close, fd, 0, 0, 0);
+    else {
+        if (shim_local_fd(fd) && cb_app_thread)
+            local_mark(fd, false);
+        r = REAL(close)(fd);
+    }
+    if (!r)
+        shim_std_moved(fd);
+    return r;
 }
 /* a copy of a node's own descriptor (1 and 2 too) is the node's own */
 int dup(int fd)
@@ -452,12 +462,13 @@ int dup(int fd)
 #define DUP_TO(name, params, args, nr, ...)                                  \
     int name params                                                          \
     {                                                                        \
-        bool rf = shim_remote_fd(fd), rt = shim_remote_fd(to);               \
+        bool rf = shim_remote_fd(fd), rt = shim_remote_fd(to) || (rf && std_to_master(to)); \
         if (rf != rt)                                                        \
             return errno = EBADF, -1;                                        \
-        if (rf)                                                              \
-            return (int)sys6(nr, __VA_ARGS__);                               \
-        return REAL(name) args;                                              \
+        int r = rf ? (int)sys6(nr, __VA_ARGS__) : REAL(name) args;          \
+        if (r >= 0)                                                          \
+            shim_std_moved(to);                                              \
+        return r;                                                            \
     }
 DUP_TO(dup2, (int fd, int to), (fd, to), SYS_dup2, fd, to, 0, 0)
 DUP_TO(dup3, (int fd, int to, int flags), (fd, to, flags), SYS_dup3, fd, to, flags, 0)
@@ -821,7 +832,8 @@ FILE *shim_local_stream(FILE *f)
 
 bool shim_remote_file(FILE *f)
 {
-    return f && shim_remote_fd(-1) && f != stdout && f != stderr && !shim_set_has(&own, f, false);
+    return f && shim_remote_fd(-1) && !(f == stdout && shim_std_own(1)) &&
+           !(f == stderr && shim_std_own(2)) && !shim_set_has(&own, f, false);
 }
 
 FILE *fmemopen(void *buf, size_t n, const char *mode) { return own_add(REAL(fmemopen)(buf, n, mode)); }
@@ -868,13 +880,20 @@ FILE *fdopen(int fd, const char *mode)
 #define FREOPEN(name)                                                        \
     FILE *name(const char *path, const char *mode, FILE *f)                  \
     {                                                                        \
-        if (!shim_remote_file(f))                                            \
-            return REAL(name)(path, mode, f);                                \
-        cb_rsys_t r = rq(RS_FREOPEN, P(path), P(mode), handle(f), 0, 0, 0);  \
-        if (path)                                                            \
-            with_path(&r, 0);                                                \
-        with_path(&r, 1);                                                    \
-        return (FILE *)(uintptr_t)cb_rsys(&r);                               \
+        int std = f == stdout ? 1 : f == stderr ? 2 : 0;                     \
+        FILE *g;                                                             \
+        if (!shim_remote_file(f) && !(std && std_to_master(std))) {          \
+            g = REAL(name)(path, mode, f);                                   \
+        } else {                                                             \
+            cb_rsys_t r = rq(RS_FREOPEN, P(path), P(mode), handle(f), 0, 0, 0); \
+            if (path)                                                        \
+                with_path(&r, 0);                                            \
+            with_path(&r, 1);                                                \
+            g = (FILE *)(uintptr_t)cb_rsys(&r);                              \
+        }                                                                    \
+        if (g && std)                                                        \
+            shim_std_moved(std);                                             \
+        return g;                                                            \
     }
 FREOPEN(freopen)
 FREOPEN(freopen64)

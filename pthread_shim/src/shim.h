@@ -75,10 +75,19 @@ static inline bool shim_local_fd(int fd)
     return fd >= 0 && fd < 65536 &&
            (atomic_load_explicit(&shim_local_fds[fd >> 6], memory_order_relaxed) >> (fd & 63) & 1);
 }
+/* fd is 1 or 2 and still the node's own (cb.std_master) */
+static inline bool shim_std_own(int fd)
+{
+    return (fd == 1 || fd == 2) &&
+           !(atomic_load_explicit(&cb.std_master, memory_order_relaxed) >> (fd - 1) & 1);
+}
 static inline bool shim_remote_fd(int fd)
 {
-    return cb_app_thread && cb.self != 0 && fd != 1 && fd != 2 && !shim_local_fd(fd);
+    return cb_app_thread && cb.self != 0 && !shim_std_own(fd) && !shim_local_fd(fd);
 }
+/* the program moved descriptor 1 or 2 (process.c): from now on it is the
+ * master's on every node */
+void shim_std_moved(int fd);
 bool shim_local_path(int dir, const char *path); /* a path of /proc or /sys */
 /* a call on path relative to dir is made at the master (io.c: the file
  * system is the master's) */

@@ -185,14 +185,16 @@ long shim_spawn_exec(int64_t a[6], int *err)
     if ((size_t)a[1] < sizeof q || end[-1])
         return *err = EINVAL, -1;
     memcpy(&q, buf, sizeof q);
-    if (q.nargs < 0 || q.nenv < -1 || q.nacts < 0 ||
-        (size_t)q.nacts > ((size_t)a[1] - sizeof q) / sizeof(struct action))
+    if (!a[0] || !a[2] || q.nargs < 0 || q.nargs > a[1] || q.nenv < -1 || q.nenv > a[1] ||
+        q.nacts < 0 || (size_t)q.nacts > ((size_t)a[1] - sizeof q) / sizeof(struct action))
         return *err = EINVAL, -1;
-    const struct action *acts = (const struct action *)(const void *)(buf + sizeof q);
+    struct action *acts = (struct action *)(void *)(buf + sizeof q);
     const char *p = (const char *)(acts + q.nacts);
     int nenv = q.nenv > 0 ? q.nenv : 0, nstr = 1 + q.nargs + nenv;
-    for (int i = 0; i < q.nacts; i++)
-        nstr += acts[i].has_path != 0;
+    for (int i = 0; i < q.nacts; i++) { /* a path where the kind has one */
+        acts[i].has_path = acts[i].tag == DO_OPEN || acts[i].tag == DO_CHDIR;
+        nstr += (int)acts[i].has_path;
+    }
     const char **s = __libc_malloc(((size_t)nstr + 2) * sizeof *s);
     if (!s)
         return *err = ENOMEM, -1;
@@ -262,7 +264,7 @@ long shim_spawn_exec(int64_t a[6], int *err)
             memcpy((void *)(uintptr_t)a[2], &pid, sizeof pid);
             r = 0;
         }
-    } else if (!e) {
+    } else if (argv && envp) { /* the file actions made, not the attributes */
         posix_spawn_file_actions_destroy(&fa);
     }
     __libc_free(argv);
@@ -326,6 +328,19 @@ static bool wait_here(pid_t pid)
     return any;
 }
 
+/* a wait for pid found no child: child pid, or (-1) every child of this
+ * node's own, is gone (reaped by the kernel: SIGCHLD ignored) */
+static void forget_children(pid_t pid)
+{
+    if (pid > 0)
+        shim_set_has(&own_children, (void *)(intptr_t)pid, true);
+    if (pid != -1)
+        return;
+    cb_mutex_lock(&own_children.mu);
+    own_children.n = 0;
+    cb_mutex_unlock(&own_children.mu);
+}
+
 /* a child of this node's own that ended is no more */
 static void reaped(pid_t pid, int status)
 {
@@ -339,6 +354,8 @@ pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
     pid_t r;
     if (wait_here(pid)) {
         r = REAL(wait4)(pid, &st, options, ru);
+        if (r < 0 && errno == ECHILD) /* reaped by the kernel (SIGCHLD ignored) */
+            forget_children(pid);
         reaped(r, st);
     } else {
         cb_rsys_t q = shim_rq(SYS_wait4, pid, P(&st), options, P(ru), 0, 0);
@@ -355,15 +372,31 @@ pid_t waitpid(pid_t pid, int *status, int options) { return wait4(pid, status, o
 pid_t wait(int *status) { return wait4(-1, status, 0, NULL); }
 pid_t wait3(int *status, int options, struct rusage *ru) { return wait4(-1, status, options, ru); }
 
+/* A signal to another process than this node process or a child of its
+ * own fork is sent at the master: its children, on its machine (the
+ * process's, that posix_spawn made). */
+int kill(pid_t pid, int sig)
+{
+    if (pid <= 0 || !at_master() || pid == (pid_t)syscall(SYS_getpid) ||
+        shim_set_has(&own_children, (void *)(intptr_t)pid, false))
+        return REAL(kill)(pid, sig);
+    cb_rsys_t q = shim_rq(SYS_kill, pid, sig, 0, 0, 0, 0);
+    return (int)cb_rsys(&q);
+}
+
 int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
     pid_t pid = type == P_PID ? (pid_t)id : type == P_PGID ? -(pid_t)id : -1;
     if (type == P_PIDFD || wait_here(type == P_PGID && id == 0 ? 0 : pid)) {
-        int r = REAL(waitid)(type, id, info, options);
-        if (!r && info && !(options & WNOWAIT) &&
-            (info->si_code == CLD_EXITED || info->si_code == CLD_KILLED ||
-             info->si_code == CLD_DUMPED))
-            shim_set_has(&own_children, (void *)(intptr_t)info->si_pid, true);
+        siginfo_t mine;
+        siginfo_t *in = info ? info : &mine;
+        memset(in, 0, sizeof *in);
+        int r = REAL(waitid)(type, id, in, options);
+        if (r && errno == ECHILD)
+            forget_children(type == P_ALL ? -1 : type == P_PID ? pid : 0);
+        if (!r && !(options & WNOWAIT) &&
+            (in->si_code == CLD_EXITED || in->si_code == CLD_KILLED || in->si_code == CLD_DUMPED))
+            shim_set_has(&own_children, (void *)(intptr_t)in->si_pid, true);
         return r;
     }
     cb_rsys_t q = shim_rq(SYS_waitid, type, (int64_t)id, P(info), options, 0, 0);

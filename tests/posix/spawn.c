@@ -6,13 +6,15 @@
  * reads what they print: their parent is main's process, their directory
  * main's, their input the file, their environment the one given (or the
  * process's), with a chdir action or attributes too.  It waits for each
- * with waitpid, wait and waitid, gets ENOENT for a missing program, and
+ * with waitpid, wait and waitid, signals one, gets ENOENT for a missing
+ * program, and
  * waits for a child of its own fork.  Before, on 2 nodes the children
  * were node 1's: the pipe's number there was another descriptor, and
  * their parent node 1's process.
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np, environ */
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -94,6 +96,15 @@ static void *worker(void *arg)
     CHECK("chdir_output", !strcmp(out, "/\nown-group\n"));
     if (strcmp(out, "/\nown-group\n"))
         fprintf(stderr, "spawn: got [%s]\n", out);
+
+    /* a signal to a child reaches it */
+    char *const argv_sleep[] = { "sleep", "30", NULL };
+    pid_t ps = -1;
+    CHECK_EQ("spawn_sleep", posix_spawnp(&ps, "sleep", NULL, NULL, argv_sleep, environ), 0);
+    CHECK_EQ("kill", kill(ps, SIGTERM), 0);
+    st = -1;
+    CHECK_EQ("kill_waitpid", waitpid(ps, &st, 0), ps);
+    CHECK("kill_status", WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
 
     /* 4: a program that is not there; then no child is left */
     pid_t p4 = -1;
