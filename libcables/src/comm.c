@@ -354,6 +354,7 @@ static void *comm_main(void *arg)
 {
     (void)arg;
     atomic_store(&comm_kid, gettid());
+    cb_block_process_signals();
     prctl(PR_GET_NAME, cb.app_name); /* main's, inherited */
     prctl(PR_SET_NAME, "cables-comm");
     cb_numa_comm_thread();

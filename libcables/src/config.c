@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -21,7 +22,7 @@ void cb_die(const char *fmt, ...)
     if (n > (int)sizeof buf - 2)
         n = (int)sizeof buf - 2;
     buf[n++] = '\n';
-    if (write(2, buf, (size_t)n) < 0) { /* nothing more to do */ }
+    if (syscall(SYS_write, 2, buf, (size_t)n) < 0) { /* nothing more to do */ }
     _exit(2);
 }
 

@@ -523,7 +523,7 @@ int cb_fault(uint64_t p, bool write)
     return 0;
 }
 
-static void say(const char *s) { if (write(2, s, strlen(s)) < 0) {} }
+static void say(const char *s) { if (syscall(SYS_write, 2, s, strlen(s)) < 0) {} }
 
 static void on_segv(int sig, siginfo_t *si, void *ucv)
 {

@@ -64,6 +64,11 @@ void cb_mutex_unlock(cb_mutex_t *m);
 /* a detached (or, with join, joinable) system thread on private memory */
 int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached);
 int cb_thread_wait(pthread_t t);
+/* the calling thread (one of the runtime's) takes no signal sent to the
+ * process, only those its own faults raise: the program's handlers run on
+ * the program's threads, and none of them ends the process from a runtime
+ * thread that the end needs */
+void cb_block_process_signals(void);
 void *cb_libc(const char *name); /* libc's definition of name, past the shim's */
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
 void cb_futex_wake(_Atomic uint32_t *w);

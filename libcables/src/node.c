@@ -252,6 +252,7 @@ static void spawn_node(int k)
 static void *attach_main(void *unused)
 {
     (void)unused;
+    cb_block_process_signals();
     for (;;) {
         uint32_t w = atomic_load(&attach_word);
         cb_mutex_lock(&attach_mu);
@@ -748,7 +749,7 @@ static void check_attaching(uint64_t now)
         int n = snprintf(buf, sizeof buf, "cables: node 0: node %d, spawned, has not joined "
                          "%.0f s after its spawn returned; the application cannot continue\n",
                          k, limit_s);
-        if (write(2, buf, (size_t)n) < 0) {}
+        if (syscall(SYS_write, 2, buf, (size_t)n) < 0) {}
         _exit(3);
     }
 }
@@ -784,7 +785,7 @@ void cb_peer_failed(int node, const char *why)
                      "cables: node %d: node %d (pid %d on %s) is dead or unreachable (%s); "
                      "the application cannot continue\n",
                      cb.self, node, cb.pids[node], cb.hosts[node][0] ? cb.hosts[node] : "?", why);
-    if (write(2, buf, (size_t)n) < 0) {}
+    if (syscall(SYS_write, 2, buf, (size_t)n) < 0) {}
     _exit(3);
 }
 

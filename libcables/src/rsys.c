@@ -178,12 +178,7 @@ static void run(job_t *j)
 static void *proxy_main(void *arg)
 {
     (void)arg;
-    sigset_t all;
-    sigfillset(&all);
-    static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
-    for (size_t i = 0; i < sizeof sync_sigs / sizeof *sync_sigs; i++)
-        sigdelset(&all, sync_sigs[i]);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    cb_block_process_signals();
     for (;;) {
         cb_mutex_lock(&pool_mu);
         while (!head) {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <uthash.h>
 
@@ -156,7 +157,7 @@ void cables_stats_print(void)
         (unsigned long long)s.bytes_sent, (unsigned long long)s.remote_calls,
         s.remote_calls ? s.remote_call_ns / 1e3 / (double)s.remote_calls : 0.0,
         cables_memory_used() / 1024, nodes);
-    if (write(2, b, (size_t)n) < 0) {}
+    if (syscall(SYS_write, 2, b, (size_t)n) < 0) {}
 }
 
 int cables_node_id(void) { return cb.self; }

@@ -66,6 +66,7 @@ static void allocate(uint64_t first, uint64_t end)
 static void *store_main(void *arg)
 {
     (void)arg;
+    cb_block_process_signals();
     prctl(PR_SET_NAME, "cables-store");
     cb_numa_store_thread();
     for (;;) {

@@ -1,6 +1,7 @@
 /* sys.c: futex waiting, clocks, the waiter handshake with the comm thread. */
 #include <dlfcn.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -156,9 +157,29 @@ int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
     pthread_attr_init(&a);
     if (detached)
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    /* a thread inherits its creator's signal mask: one the runtime starts
+     * (a program's thread placed here, by the communication thread, which
+     * takes no signal) begins with none blocked, as the runtime's own
+     * threads do before they block theirs */
+    sigset_t none, was;
+    sigemptyset(&none);
+    if (!cb_app_thread)
+        pthread_sigmask(SIG_SETMASK, &none, &was);
     int rc = create(t, &a, fn, arg);
+    if (!cb_app_thread)
+        pthread_sigmask(SIG_SETMASK, &was, NULL);
     pthread_attr_destroy(&a);
     return rc;
+}
+
+void cb_block_process_signals(void)
+{
+    sigset_t all;
+    sigfillset(&all);
+    static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+    for (size_t i = 0; i < sizeof sync_sigs / sizeof *sync_sigs; i++)
+        sigdelset(&all, sync_sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
 }
 
 int cb_thread_wait(pthread_t t)

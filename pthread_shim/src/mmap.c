@@ -26,7 +26,7 @@
  *   runtime's page protections are the coherence state): it answers 0,
  *   and EACCES for PROT_EXEC.
  * - PROT_EXEC, MAP_32BIT, a fixed address outside the GAS and a descriptor
- *   of the node's own (/proc, /sys, 1 and 2) stay the node's (libc's); a
+ *   of the node's own (/proc, /sys, 1 and 2 until moved) stay the node's (libc's); a
  *   fixed address in the GAS only inside a mapping (its pages then read as
  *   newly mapped).  So does everything in a program whose static data is
  *   not shared (cb.program: no table).
@@ -302,7 +302,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
         done(was, err);
         return err ? MAP_FAILED : addr;
     }
-    bool node_fd = file && (fd == 1 || fd == 2 || shim_local_fd(fd)); /* this node's own */
+    bool node_fd = file && (shim_std_own(fd) || shim_local_fd(fd)); /* this node's own */
     if (!cb_app_thread || fixed || !maps() || (prot & PROT_EXEC) || (flags & MAP_32BIT) || node_fd)
         return cb.self == 0 || !file || fixed || node_fd || !cb_app_thread
                    ? REAL(mmap)(addr, len, prot, flags, fd, off)

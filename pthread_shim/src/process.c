@@ -59,10 +59,19 @@ static int change(int op, int64_t arg, const char *s1, const char *s2, int64_t *
     return rc ? (errno = rc, -1) : 0;
 }
 
+/* the node process's id, taken at its start */
+static pid_t node_pid;
+__attribute__((constructor)) static void node_pid_init(void) { node_pid = (pid_t)syscall(SYS_getpid); }
+
+bool shim_std_ours(void) { return !cb.forked && (pid_t)syscall(SYS_getpid) == node_pid; }
+
 void shim_std_moved(int fd)
 {
-    if ((fd == 1 || fd == 2) && shared_change() && !cb.forked && shim_std_own(fd))
-        change(CB_PROC_STDIO, fd, NULL, NULL, NULL);
+    if (!shim_std_own(fd) || !shared_change() || !shim_std_ours())
+        return;
+    if (cb.self != 0) /* this node's own bytes of it go out first, where they were written */
+        REAL(fflush)(fd == 1 ? stdout : stderr);
+    change(CB_PROC_STDIO, fd, NULL, NULL, NULL);
 }
 
 int chdir(const char *path)

@@ -5,14 +5,17 @@
  * (libcables/src/rsys.c: a message, a proxy thread at the master, the bytes
  * the call reads and stores carried both ways): a file, pipe or socket
  * opened by any thread is used by every thread, with one offset, as in one
- * process.  Descriptors 1 and 2 stay each node's own (the launcher gathers
- * every node's standard output and error onto its own).
+ * process.  Descriptors 1 and 2 are each node's own (the launcher gathers
+ * every node's standard output and error onto its own) until the program
+ * moves one (dup2 or dup3 onto it, close, freopen of its stream, on any
+ * node): that call, and a dup of one, is made at the master, and from then
+ * on that one is the master's on every node (shim_std_moved).
  *
  * Streams the same: a FILE of another node's thread is the master's (its
  * fopen is made there; the FILE pointer it gets is the master's, never
  * touched here), and each stdio call on it is made there, on the one
  * buffer, under the one lock of the stream.  stdin is the master's too;
- * stdout and stderr are the node's own.  Streams in memory (fmemopen,
+ * stdout and stderr follow descriptors 1 and 2.  Streams in memory (fmemopen,
  * open_memstream, fopencookie) are the node's own: their buffers are the
  * program's memory.
  *
@@ -432,41 +435,50 @@ void shim_local_closed(int fd)
         local_mark(fd, false);
 }
 
-/* 1 and 2 are the process's: closing or replacing one, on any node, acts
- * at the master, and from then on they are the master's on every node */
-static bool std_to_master(int fd) { return cb_app_thread && cb.self != 0 && shim_std_own(fd); }
+/* 1 and 2 are the process's: closing, copying or replacing one, on any
+ * node, acts at the master (shim_std_moved then makes the one moved the
+ * master's on every node) */
+static bool std_to_master(int fd)
+{
+    return cb_app_thread && cb.self != 0 && shim_std_own(fd) && shim_std_ours();
+}
 
 int close(int fd)
 {
-    int r;
-    if (shim_remote_fd(fd) || std_to_master(fd))
-        r = (int)sys6(SYS_close, fd, 0, 0, 0);
-    else {
-        if (shim_local_fd(fd) && cb_app_thread)
-            local_mark(fd, false);
-        r = REAL(close)(fd);
+    if (shim_remote_fd(fd) || std_to_master(fd)) {
+        int r = (int)sys6(SYS_close, fd, 0, 0, 0);
+        if (!r)
+            shim_std_moved(fd);
+        return r;
     }
-    if (!r)
+    if (shim_local_fd(fd) && cb_app_thread)
+        local_mark(fd, false);
+    int r = REAL(close)(fd);
+    if (!r && cb.self == 0)
         shim_std_moved(fd);
     return r;
 }
-/* a copy of a node's own descriptor (1 and 2 too) is the node's own */
+
+/* a copy of a node's own descriptor is the node's own; of 1 or 2, the
+ * master's (the process's standard output and error) */
 int dup(int fd)
 {
-    if (shim_remote_fd(fd))
+    if (shim_remote_fd(fd) || std_to_master(fd))
         return (int)sys6(SYS_dup, fd, 0, 0, 0);
     return shim_local_opened(REAL(dup)(fd));
 }
 
-/* both descriptors the master's, or both this node's; not one of each */
+/* both descriptors the master's (1 and 2 count as the master's), or both
+ * this node's own; not one of each */
 #define DUP_TO(name, params, args, nr, ...)                                  \
     int name params                                                          \
     {                                                                        \
-        bool rf = shim_remote_fd(fd), rt = shim_remote_fd(to) || (rf && std_to_master(to)); \
+        bool rf = shim_remote_fd(fd) || std_to_master(fd);                   \
+        bool rt = shim_remote_fd(to) || std_to_master(to);                   \
         if (rf != rt)                                                        \
             return errno = EBADF, -1;                                        \
         int r = rf ? (int)sys6(nr, __VA_ARGS__) : REAL(name) args;          \
-        if (r >= 0)                                                          \
+        if (r >= 0 && (rf || cb.self == 0))                                  \
             shim_std_moved(to);                                              \
         return r;                                                            \
     }
@@ -722,10 +734,11 @@ static long fcntl_remote(int fd, int cmd, void *arg)
         va_start(ap, cmd);                                                   \
         void *arg = va_arg(ap, void *);                                      \
         va_end(ap);                                                          \
-        if (shim_remote_fd(fd))                                              \
+        bool copy = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;                \
+        if (shim_remote_fd(fd) || (copy && std_to_master(fd)))               \
             return (int)fcntl_remote(fd, cmd, arg);                          \
         int r = REAL(name)(fd, cmd, arg);                                    \
-        return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? shim_local_opened(r) : r; \
+        return copy ? shim_local_opened(r) : r;                              \
     }
 FCNTL(fcntl)
 FCNTL(fcntl64)
@@ -832,8 +845,18 @@ FILE *shim_local_stream(FILE *f)
 
 bool shim_remote_file(FILE *f)
 {
-    return f && shim_remote_fd(-1) && !(f == stdout && shim_std_own(1)) &&
-           !(f == stderr && shim_std_own(2)) && !shim_set_has(&own, f, false);
+    if (!f || !shim_remote_fd(-1))
+        return false;
+    int std = f == stdout ? 1 : f == stderr ? 2 : 0;
+    if (std && shim_std_own(std))
+        return false;
+    /* what this node's own stream still holds from before the move goes
+     * out first, to where it was written (on the program's thread: never
+     * the communication thread, which a thread holding the stream's lock
+     * may wait for) */
+    if (std && f->_IO_write_ptr > f->_IO_write_base)
+        REAL(fflush)(f);
+    return std || !shim_set_has(&own, f, false);
 }
 
 FILE *fmemopen(void *buf, size_t n, const char *mode) { return own_add(REAL(fmemopen)(buf, n, mode)); }
@@ -870,7 +893,7 @@ FILE *shim_rs_fopen(const char *path, const char *mode)
 
 FILE *fdopen(int fd, const char *mode)
 {
-    if (!shim_remote_fd(fd)) /* the master's, or this node's stdout or stderr */
+    if (!shim_remote_fd(fd)) /* the master's, or this node's own (1 and 2 until moved) */
         return own_add(REAL(fdopen)(fd, mode));
     cb_rsys_t r = rq(RS_FDOPEN, fd, P(mode), 0, 0, 0, 0);
     with_path(&r, 1);
@@ -882,6 +905,8 @@ FILE *fdopen(int fd, const char *mode)
     {                                                                        \
         int std = f == stdout ? 1 : f == stderr ? 2 : 0;                     \
         FILE *g;                                                             \
+        if (std && std_to_master(std)) /* this node's bytes go first */      \
+            REAL(fflush)(f);                                                 \
         if (!shim_remote_file(f) && !(std && std_to_master(std))) {          \
             g = REAL(name)(path, mode, f);                                   \
         } else {                                                             \

@@ -88,6 +88,8 @@ static inline bool shim_remote_fd(int fd)
 /* the program moved descriptor 1 or 2 (process.c): from now on it is the
  * master's on every node */
 void shim_std_moved(int fd);
+/* the calling process is the node process (not a fork or vfork child) */
+bool shim_std_ours(void);
 bool shim_local_path(int dir, const char *path); /* a path of /proc or /sys */
 /* a call on path relative to dir is made at the master (io.c: the file
  * system is the master's) */

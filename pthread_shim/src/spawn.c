@@ -112,6 +112,10 @@ static bool layout_known(void)
     return ok;
 }
 
+/* the children this node's threads spawned at the master, not yet waited
+ * for: a signal to one is sent there (kill) */
+static shim_set_t spawned = SHIM_SET_INIT;
+
 /* ---- the request ---- */
 
 struct spawn_req {
@@ -172,6 +176,8 @@ static int spawn_at_master(pid_t *pid, const char *file, const posix_spawn_file_
                            sizeof got, 0);
     int err = rc < 0 ? errno : 0;
     __libc_free(buf);
+    if (!err)
+        shim_set_add(&spawned, (void *)(intptr_t)got);
     if (!err && pid)
         *pid = got;
     return err;
@@ -182,10 +188,10 @@ long shim_spawn_exec(int64_t a[6], int *err)
 {
     const char *buf = (const char *)(uintptr_t)a[0], *end = buf + a[1];
     struct spawn_req q;
-    if ((size_t)a[1] < sizeof q || end[-1])
+    if (!a[0] || !a[2] || (size_t)a[1] < sizeof q || end[-1])
         return *err = EINVAL, -1;
     memcpy(&q, buf, sizeof q);
-    if (!a[0] || !a[2] || q.nargs < 0 || q.nargs > a[1] || q.nenv < -1 || q.nenv > a[1] ||
+    if (q.nargs < 0 || q.nargs > a[1] || q.nenv < -1 || q.nenv > a[1] ||
         q.nacts < 0 || (size_t)q.nacts > ((size_t)a[1] - sizeof q) / sizeof(struct action))
         return *err = EINVAL, -1;
     struct action *acts = (struct action *)(void *)(buf + sizeof q);
@@ -362,6 +368,8 @@ pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
         shim_rq_with(&q, 1, RSYS_OUT, sizeof st);
         shim_rq_with(&q, 3, RSYS_OUT, sizeof *ru);
         r = (pid_t)cb_rsys(&q);
+        if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))
+            shim_set_has(&spawned, (void *)(intptr_t)r, true);
     }
     if (r > 0 && status)
         *status = st;
@@ -372,13 +380,11 @@ pid_t waitpid(pid_t pid, int *status, int options) { return wait4(pid, status, o
 pid_t wait(int *status) { return wait4(-1, status, 0, NULL); }
 pid_t wait3(int *status, int options, struct rusage *ru) { return wait4(-1, status, options, ru); }
 
-/* A signal to another process than this node process or a child of its
- * own fork is sent at the master: its children, on its machine (the
- * process's, that posix_spawn made). */
+/* A signal to a child this node's threads spawned at the master is sent
+ * there (on its machine); any other pid is this node's to name. */
 int kill(pid_t pid, int sig)
 {
-    if (pid <= 0 || !at_master() || pid == (pid_t)syscall(SYS_getpid) ||
-        shim_set_has(&own_children, (void *)(intptr_t)pid, false))
+    if (pid <= 0 || !at_master() || !shim_set_has(&spawned, (void *)(intptr_t)pid, false))
         return REAL(kill)(pid, sig);
     cb_rsys_t q = shim_rq(SYS_kill, pid, sig, 0, 0, 0, 0);
     return (int)cb_rsys(&q);

@@ -3,7 +3,9 @@
  * nodes: on node 1) then prints with printf, puts and write(1), and sends
  * the standard error to a second file itself (freopen of stderr) and
  * prints to it; main puts both back and finds every line in the files, in
- * order, and none of them on the terminal.  Before, on 2 nodes the
+ * order, and none of them on the terminal.  First, another worker saves
+ * both itself (dup), sends them to a third file (dup2, 2>&1) and puts
+ * them back: the RESULT line then reaches the terminal.  Before, on 2 nodes the
  * worker's lines went to node 1's own output (the launcher's terminal),
  * and its freopen replaced node 1's stderr only.
  * RESULT ok=1 checks=N (check.h) */
@@ -29,6 +31,31 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* a worker's own save, redirect (2>&1 too) and restore */
+static char out2_path[96];
+static void *worker2(void *arg)
+{
+    (void)arg;
+    fflush(stdout);
+    int saved = dup(1), saved_err = dup(2);
+    CHECK_GE("w2_dup", saved, 0);
+    CHECK_GE("w2_dup_err", saved_err, 0);
+    int fd = open(out2_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK_GE("w2_open", fd, 0);
+    CHECK_EQ("w2_dup2", dup2(fd, 1), 1);
+    CHECK_EQ("w2_close", close(fd), 0);
+    CHECK_EQ("w2_2to1", dup2(1, 2), 2);
+    printf("w2-line\n");
+    fflush(stdout);
+    fprintf(stderr, "w2-err\n");
+    fflush(stderr);
+    CHECK_EQ("w2_restore", dup2(saved, 1), 1);
+    CHECK_EQ("w2_restore_err", dup2(saved_err, 2), 2);
+    close(saved);
+    close(saved_err);
+    return NULL;
+}
+
 static void contents(const char *path, char *buf, size_t n)
 {
     buf[0] = 0;
@@ -47,6 +74,17 @@ int main(void)
     CHECK("mkdtemp", mkdtemp(dir) != NULL);
     snprintf(out_path, sizeof out_path, "%s/out", dir);
     snprintf(err_path, sizeof err_path, "%s/err", dir);
+    /* first a worker's own save, redirect and restore, while 1 and 2 are
+     * still each node's own */
+    char buf[512];
+    pthread_t t;
+    snprintf(out2_path, sizeof out2_path, "%s/out2", dir);
+    CHECK_EQ("create2", pthread_create(&t, NULL, worker2, NULL), 0);
+    CHECK_EQ("join2", pthread_join(t, NULL), 0);
+    contents(out2_path, buf, sizeof buf);
+    CHECK("worker_file", !strcmp(buf, "w2-line\nw2-err\n"));
+    if (strcmp(buf, "w2-line\nw2-err\n"))
+        fprintf(stderr, "redirect: worker's file [%s]\n", buf);
     fflush(stdout);
     fflush(stderr);
     int saved_out = dup(1), saved_err = dup(2);
@@ -58,7 +96,6 @@ int main(void)
     close(fd);
     printf("m-before\n");
     fflush(stdout);
-    pthread_t t;
     CHECK_EQ("create", pthread_create(&t, NULL, worker, NULL), 0);
     CHECK_EQ("join", pthread_join(t, NULL), 0);
     printf("m-after\n");
@@ -68,7 +105,6 @@ int main(void)
     CHECK_EQ("restore_err", dup2(saved_err, 2), 2);
     close(saved_out);
     close(saved_err);
-    char buf[512];
     contents(out_path, buf, sizeof buf);
     const char *want = "m-before\nw-printf 1\nw-puts\nw-write\nw-buffered\nm-after\n";
     CHECK("stdout_file", !strcmp(buf, want));
@@ -80,6 +116,7 @@ int main(void)
         fprintf(stderr, "redirect: stderr file [%s]\n", buf);
     unlink(out_path);
     unlink(err_path);
+    unlink(out2_path);
     rmdir(dir);
     return check_finish();
 }
