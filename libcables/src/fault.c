@@ -538,6 +538,10 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
         }
         say("cables: segmentation fault: access to unallocated shared memory\n");
     }
+    /* a child of fork has the pages its node held at the fork, no others */
+    if (cb_in_gas(a) && si->si_code == SEGV_ACCERR && cb.forked)
+        say("cables: segmentation fault in a child of fork: a shared page its node did not hold "
+            "at the fork (the child has no runtime to fetch it)\n");
     /* not ours: what the program would have had without us */
     if (app_segv.sa_flags & SA_SIGINFO && app_segv.sa_sigaction) {
         app_segv.sa_sigaction(sig, si, ucv);

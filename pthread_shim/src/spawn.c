@@ -390,6 +390,23 @@ int kill(pid_t pid, int sig)
     return (int)cb_rsys(&q);
 }
 
+/* sigqueue's: the kernel takes a queued signal's record from any sender */
+int sigqueue(pid_t pid, int sig, const union sigval value)
+{
+    if (pid <= 0 || !at_master() || !shim_set_has(&spawned, (void *)(intptr_t)pid, false))
+        return REAL(sigqueue)(pid, sig, value);
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    info.si_signo = sig;
+    info.si_code = SI_QUEUE;
+    info.si_pid = (pid_t)syscall(SYS_getpid);
+    info.si_uid = getuid();
+    info.si_value = value;
+    cb_rsys_t q = shim_rq(SYS_rt_sigqueueinfo, pid, sig, P(&info), 0, 0, 0);
+    shim_rq_with(&q, 2, RSYS_IN, sizeof info);
+    return (int)cb_rsys(&q);
+}
+
 int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
     pid_t pid = type == P_PID ? (pid_t)id : type == P_PGID ? -(pid_t)id : -1;

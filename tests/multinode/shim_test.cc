@@ -256,6 +256,23 @@ TEST_P(ExitHandlers, ExitOnNodeOneEndsTheProcessAtTheMaster)
 
 INSTANTIATE_TEST_SUITE_P(TwoNodes, ExitHandlers, ::testing::Values("shm", "tcp"));
 
+// A child of fork on node 1 that reads shared data node 1 never held dies
+// of SIGSEGV (a known limit: the child has no runtime), and says why;
+// natively it reads the data and exits 0.
+TEST(ForkChild, UnheldPageIsNamed)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto nat = mn::run({ native("tests/posix/fork_unheld") }, {}, 60);
+    EXPECT_NE(nat.output.find("CHILD exited=1 status=0"), std::string::npos) << nat.describe();
+    auto res = mn::run_cables(2, "shm", relinked("tests/posix/fork_unheld"), {}, {}, {}, 60);
+    EXPECT_TRUE(res.ok()) << res.describe();
+    EXPECT_NE(res.output.find("CHILD exited=0 status=-1 signal=11"), std::string::npos)
+        << res.describe();
+    EXPECT_NE(res.output.find("segmentation fault in a child of fork"), std::string::npos)
+        << res.describe();
+}
+
 // The process ends (main's exit, or exec) while a thread at the master
 // still reads pages homed on node 1: that thread's faults after the
 // runtime stopped wait for the end, which ends them.  Before, the first

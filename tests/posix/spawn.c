@@ -101,6 +101,8 @@ static void *worker(void *arg)
     char *const argv_sleep[] = { "sleep", "30", NULL };
     pid_t ps = -1;
     CHECK_EQ("spawn_sleep", posix_spawnp(&ps, "sleep", NULL, NULL, argv_sleep, environ), 0);
+    union sigval v = { .sival_int = 5 };
+    CHECK_EQ("sigqueue_exists", sigqueue(ps, 0, v), 0);
     CHECK_EQ("kill", kill(ps, SIGTERM), 0);
     st = -1;
     CHECK_EQ("kill_waitpid", waitpid(ps, &st, 0), ps);
