@@ -67,11 +67,10 @@ bool shim_std_ours(void) { return !cb.forked && (pid_t)syscall(SYS_getpid) == no
 
 void shim_std_moved(int fd)
 {
-    if (!shim_std_own(fd) || !shared_change() || !shim_std_ours())
-        return;
-    if (cb.self != 0) /* this node's own bytes of it go out first, where they were written */
-        REAL(fflush)(fd == 1 ? stdout : stderr);
-    change(CB_PROC_STDIO, fd, NULL, NULL, NULL);
+    /* what a node's own stream held goes out where it was written, at its
+     * next call (shim_remote_file) */
+    if (shim_std_own(fd) && shared_change() && shim_std_ours())
+        change(CB_PROC_STDIO, fd, NULL, NULL, NULL);
 }
 
 int chdir(const char *path)

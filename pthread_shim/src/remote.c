@@ -905,8 +905,6 @@ FILE *fdopen(int fd, const char *mode)
     {                                                                        \
         int std = f == stdout ? 1 : f == stderr ? 2 : 0;                     \
         FILE *g;                                                             \
-        if (std && std_to_master(std)) /* this node's bytes go first */      \
-            REAL(fflush)(f);                                                 \
         if (!shim_remote_file(f) && !(std && std_to_master(std))) {          \
             g = REAL(name)(path, mode, f);                                   \
         } else {                                                             \
