@@ -639,6 +639,19 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
     return exec_any(file, argv, envp, true);
 }
 
+/* the file of a descriptor of the master's, named by the master's /proc
+ * (a node's own descriptor: that node process's own exec, as before) */
+int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    if (!exec_ours() || shim_local_fd(fd))
+        return REAL(fexecve)(fd, argv, envp);
+    if (fd < 0)
+        return errno = EBADF, -1;
+    char path[32];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return exec_any(path, argv, envp, false);
+}
+
 /* the list forms: their arguments as a vector (and execle's environment) */
 #define EXEC_LIST(name, search, with_env)                                    \
     int name(const char *path, const char *arg, ...)                         \

@@ -1,7 +1,8 @@
 /* exec: the exec family replaces the process's image, whichever thread
  * calls it.  Main opens a file (kept across exec) and sets a variable; a
  * worker (on 2 nodes: on node 1) first execs a program that does not
- * exist (-1, ENOENT: the program goes on) and a directory (EACCES), then
+ * exist (-1, ENOENT: the program goes on), a directory (EACCES) and
+ * main's file by its descriptor (fexecve: not executable, EACCES), then
  * execs this program again
  * with "--after", the descriptor and its findings so far.  The new image
  * reads the file through the descriptor, finds the variable, its
@@ -12,6 +13,9 @@
  * RESULT ok=1 checks=N (check.h) */
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
+
+extern char **environ;
 
 #include "check.h"
 
@@ -26,6 +30,9 @@ static void *worker(void *arg)
     int missing_ok = r == -1 && errno == ENOENT;
     errno = 0;
     r = execl("/tmp", "tmp", (char *)NULL); /* a directory: EACCES, and on */
+    missing_ok &= r == -1 && errno == EACCES;
+    errno = 0; /* main's file, not executable: EACCES, and on */
+    r = fexecve(fd, (char *const[]){ "f", NULL }, environ);
     missing_ok &= r == -1 && errno == EACCES;
     char fds[16], ok[4];
     snprintf(fds, sizeof fds, "%d", fd);
