@@ -289,7 +289,8 @@ static shim_set_t own_children = SHIM_SET_INIT;
 
 void shim_own_child(pid_t pid) { shim_set_add(&own_children, (void *)(intptr_t)pid); }
 
-static bool at_master(void)
+/* a call of another node's application thread, made at the master */
+static bool to_master(void)
 {
     return cb_app_thread && cb.multi && cb.self != 0 && !cb.forked && !atomic_load(&cb.ending);
 }
@@ -298,11 +299,11 @@ static int spawn_any(pid_t *pid, const char *file, const posix_spawn_file_action
                      const posix_spawnattr_t *attr, char *const argv[], char *const envp[],
                      bool search)
 {
-    if (at_master() && layout_known())
+    if (to_master() && layout_known())
         return spawn_at_master(pid, file, fa, attr, argv, envp, search);
     pid_t child = 0;
     int e = (search ? REAL(posix_spawnp) : REAL(posix_spawn))(&child, file, fa, attr, argv, envp);
-    if (!e && at_master()) /* this node's own child */
+    if (!e && to_master()) /* this node's own child */
         shim_own_child(child);
     if (!e && pid)
         *pid = child;
@@ -324,7 +325,7 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
 /* a wait for pid (wait4's: -1 any child, 0 or < -1 a group) is this node's */
 static bool wait_here(pid_t pid)
 {
-    if (!at_master())
+    if (!to_master())
         return true;
     if (pid > 0)
         return shim_set_has(&own_children, (void *)(intptr_t)pid, false);
@@ -382,9 +383,14 @@ pid_t wait3(int *status, int options, struct rusage *ru) { return wait4(-1, stat
 
 /* A signal to a child this node's threads spawned at the master is sent
  * there (on its machine); any other pid is this node's to name. */
+static bool spawned_there(pid_t pid)
+{
+    return pid > 0 && to_master() && shim_set_has(&spawned, (void *)(intptr_t)pid, false);
+}
+
 int kill(pid_t pid, int sig)
 {
-    if (pid <= 0 || !at_master() || !shim_set_has(&spawned, (void *)(intptr_t)pid, false))
+    if (!spawned_there(pid))
         return REAL(kill)(pid, sig);
     cb_rsys_t q = shim_rq(SYS_kill, pid, sig, 0, 0, 0, 0);
     return (int)cb_rsys(&q);
@@ -393,7 +399,7 @@ int kill(pid_t pid, int sig)
 /* sigqueue's: the kernel takes a queued signal's record from any sender */
 int sigqueue(pid_t pid, int sig, const union sigval value)
 {
-    if (pid <= 0 || !at_master() || !shim_set_has(&spawned, (void *)(intptr_t)pid, false))
+    if (!spawned_there(pid))
         return REAL(sigqueue)(pid, sig, value);
     siginfo_t info;
     memset(&info, 0, sizeof info);
