@@ -17,7 +17,34 @@
 
 #include "internal.h"
 
-static struct sigaction app_segv; /* what the application (or libc) had */
+/* The program's SIGSEGV handler (what it, or libc, installed: the
+ * runtime's stays installed and calls it for faults that are not the
+ * runtime's).  A change writes the next slot and then publishes it, so a
+ * fault reading the current one while another thread installs a handler
+ * reads a whole one. */
+#define APP_SLOTS 16
+static struct sigaction app_segv[APP_SLOTS];
+static _Atomic unsigned app_cur;
+static cb_mutex_t app_mu = CB_MUTEX_INIT;
+/* bit s - 1: the program's sa_mask for signal s held SIGSEGV, which the
+ * kernel's never does */
+static _Atomic uint64_t mask_had_segv;
+/* the program's mask holds SIGSEGV, which the kernel's never does */
+__thread bool cb_segv_blocked CB_TLS;
+
+static int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);
+static int (*libc_sigmask)(int, const sigset_t *, sigset_t *);
+static _Atomic bool fault_ready; /* the runtime's handler is installed */
+
+static void libc_signal_fns(void)
+{
+    if (!libc_sigmask) {
+        libc_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))cb_libc("sigaction");
+        libc_sigmask = (int (*)(int, const sigset_t *, sigset_t *))cb_libc("pthread_sigmask");
+        if (!libc_sigaction || !libc_sigmask)
+            cb_die("cannot find libc's sigaction and pthread_sigmask");
+    }
+}
 
 /* Reads runs r < runs of n pages at p + r * stride from home into the
  * protocol view, and keeps them if home's move epoch is still rec's at the
@@ -525,6 +552,41 @@ int cb_fault(uint64_t p, bool write)
 
 static void say(const char *s) { if (syscall(SYS_write, 2, s, strlen(s)) < 0) {} }
 
+/* what the program would have had without us: its handler, with the mask
+ * and flags it asked for (SIGSEGV itself left unblocked, as everywhere);
+ * for the default or SIG_IGN (a fault cannot be ignored), or SIGSEGV
+ * blocked in the program's mask, the default action */
+static void to_program(int sig, siginfo_t *si, void *ucv)
+{
+    struct sigaction a = app_segv[atomic_load(&app_cur) % APP_SLOTS];
+    bool handler = a.sa_flags & SA_SIGINFO ? a.sa_sigaction != NULL
+                                           : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+    if (!handler || cb_segv_blocked) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        libc_sigaction(SIGSEGV, &dfl, NULL); /* returning re-executes the access and dies */
+        return;
+    }
+    if (a.sa_flags & SA_RESETHAND) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        cb_sigaction(SIGSEGV, &dfl, NULL);
+    }
+    sigset_t m = a.sa_mask, was;
+    sigdelset(&m, SIGSEGV);
+    libc_sigmask(SIG_BLOCK, &m, &was);
+    bool blocked = cb_segv_blocked;
+    cb_segv_blocked = !(a.sa_flags & SA_NODEFER) || sigismember(&a.sa_mask, SIGSEGV) == 1;
+    if (a.sa_flags & SA_SIGINFO)
+        a.sa_sigaction(sig, si, ucv);
+    else
+        a.sa_handler(sig);
+    cb_segv_blocked = blocked;
+    libc_sigmask(SIG_SETMASK, &was, NULL);
+}
+
 static void on_segv(int sig, siginfo_t *si, void *ucv)
 {
     uintptr_t a = (uintptr_t)si->si_addr;
@@ -542,25 +604,95 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
     if (cb_in_gas(a) && si->si_code == SEGV_ACCERR && cb.forked)
         say("cables: segmentation fault in a child of fork: a shared page its node did not hold "
             "at the fork (the child has no runtime to fetch it)\n");
-    /* not ours: what the program would have had without us */
-    if (app_segv.sa_flags & SA_SIGINFO && app_segv.sa_sigaction) {
-        app_segv.sa_sigaction(sig, si, ucv);
-        return;
+    to_program(sig, si, ucv);
+}
+
+int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    libc_signal_fns();
+    if (!atomic_load(&fault_ready)) /* before the runtime's start, or without it */
+        return libc_sigaction(sig, act, old);
+    if (sig == SIGSEGV) {
+        sigset_t all, was;
+        sigfillset(&all);
+        libc_sigmask(SIG_BLOCK, &all, &was); /* no handler of this thread comes in between */
+        cb_mutex_lock(&app_mu);
+        unsigned c = atomic_load(&app_cur);
+        struct sigaction cur = app_segv[c % APP_SLOTS];
+        if (act) {
+            app_segv[(c + 1) % APP_SLOTS] = *act;
+            atomic_store(&app_cur, c + 1);
+        }
+        cb_mutex_unlock(&app_mu);
+        libc_sigmask(SIG_SETMASK, &was, NULL);
+        if (old)
+            *old = cur;
+        return 0;
     }
-    if (app_segv.sa_handler != SIG_DFL && app_segv.sa_handler != SIG_IGN) {
-        app_segv.sa_handler(sig);
-        return;
+    struct sigaction copy;
+    bool had = false;
+    if (act) {
+        copy = *act;
+        had = sigismember(&copy.sa_mask, SIGSEGV) == 1;
+        sigdelset(&copy.sa_mask, SIGSEGV);
     }
-    signal(SIGSEGV, SIG_DFL); /* returning re-executes the access and dies */
+    if (libc_sigaction(sig, act ? &copy : NULL, old))
+        return -1;
+    if (sig < 1 || sig > 64)
+        return 0;
+    uint64_t bit = 1ull << (sig - 1);
+    if (old && atomic_load(&mask_had_segv) & bit)
+        sigaddset(&old->sa_mask, SIGSEGV);
+    if (act)
+        had ? atomic_fetch_or(&mask_had_segv, bit) : atomic_fetch_and(&mask_had_segv, ~bit);
+    return 0;
+}
+
+int cb_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    libc_signal_fns();
+    if (!atomic_load(&fault_ready))
+        return libc_sigmask(how, set, old);
+    bool was = cb_segv_blocked, now = was;
+    sigset_t s;
+    if (set) {
+        s = *set;
+        bool has = sigismember(&s, SIGSEGV) == 1;
+        sigdelset(&s, SIGSEGV);
+        if (how == SIG_BLOCK)
+            now = was || has;
+        else if (how == SIG_UNBLOCK)
+            now = was && !has;
+        else if (how == SIG_SETMASK)
+            now = has;
+        else
+            return EINVAL;
+    }
+    int rc = libc_sigmask(how, set ? &s : NULL, old);
+    if (rc)
+        return rc;
+    if (old && was)
+        sigaddset(old, SIGSEGV);
+    cb_segv_blocked = now;
+    return 0;
 }
 
 void cb_fault_init(void)
 {
+    libc_signal_fns();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | SA_ONSTACK; /* stack.c */
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &app_segv))
+    if (libc_sigaction(SIGSEGV, &sa, &app_segv[0]))
         cb_die("cannot install the SIGSEGV handler: %s", strerror(errno));
+    /* started with SIGSEGV blocked: the program's mask says so, the kernel's not */
+    sigset_t segv;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+    sigset_t cur;
+    if (libc_sigmask(SIG_UNBLOCK, &segv, &cur) == 0 && sigismember(&cur, SIGSEGV) == 1)
+        cb_segv_blocked = true;
+    atomic_store(&fault_ready, true);
 }

@@ -12,6 +12,7 @@
 
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -382,6 +383,15 @@ extern void (*cb_thread_end_hook)(void); /* runs on the ending thread's GAS stac
 
 /* fault.c */
 void cb_fault_init(void);
+/* The program's signals beside the fault path (fault.c): its SIGSEGV
+ * handler is kept there, called for the faults that are not the
+ * runtime's; SIGSEGV stays unblocked in every thread and handler (a fault
+ * while it is blocked kills the process), the program's masks and its
+ * handlers' sa_mask only saying it is (cb_segv_blocked: this thread's).
+ * cb_sigaction is sigaction's contract; cb_sigmask pthread_sigmask's. */
+int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+int cb_sigmask(int how, const sigset_t *set, sigset_t *old);
+extern __thread bool cb_segv_blocked CB_TLS;
 int cb_fault(uint64_t p, bool write); /* 0, or -1 if not a shared page */
 
 /* lock.c: kinds numbered as glibc's mutex kinds */

@@ -51,7 +51,6 @@ static cb_mutex_t change_mu = CB_MUTEX_INIT;
 
 /* libc's, past the shim's (looked up at the start, not on the
  * communication thread) */
-static int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*libc_setenv)(const char *, const char *, int);
 static int (*libc_unsetenv)(const char *);
 static int (*libc_clearenv)(void);
@@ -61,7 +60,7 @@ static char *(*libc_setlocale)(int, const char *);
 static int apply(int kind, int64_t arg, const char *s)
 {
     switch (kind) {
-    case P_SIG: return libc_sigaction((int)arg, (const struct sigaction *)(const void *)s, NULL) ? errno : 0;
+    case P_SIG: return cb_sigaction((int)arg, (const struct sigaction *)(const void *)s, NULL) ? errno : 0;
     case P_CWD: return syscall(SYS_chdir, s) ? errno : 0;
     case P_UMASK: syscall(SYS_umask, (mode_t)arg); return 0;
     case P_SETENV: return libc_setenv(s, s + strlen(s) + 1, 1) ? errno : 0;
@@ -339,15 +338,14 @@ void cb_proc_replay(int k)
  * mask, which a node attached later (started by MPI_Comm_spawn) takes */
 void cb_proc_init(void)
 {
-    libc_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))cb_libc("sigaction");
     libc_setenv = (int (*)(const char *, const char *, int))cb_libc("setenv");
     libc_unsetenv = (int (*)(const char *))cb_libc("unsetenv");
     libc_clearenv = (int (*)(void))cb_libc("clearenv");
     libc_putenv = (int (*)(char *))cb_libc("putenv");
     libc_setlocale = (char *(*)(int, const char *))cb_libc("setlocale");
-    if (!libc_sigaction || !libc_setenv || !libc_unsetenv || !libc_clearenv || !libc_putenv ||
+    if (!libc_setenv || !libc_unsetenv || !libc_clearenv || !libc_putenv ||
         !libc_setlocale)
-        cb_die("cannot find libc's sigaction, setenv, unsetenv, clearenv, putenv or setlocale");
+        cb_die("cannot find libc's setenv, unsetenv, clearenv, putenv or setlocale");
     if (cb.self != 0)
         return;
     char buf[PATH_MAX];

@@ -39,6 +39,7 @@ typedef struct {
     void *arg;
     size_t stack;
     cb_thr_t *thr;
+    uint64_t mask; /* the creator's signal mask (signals 1 to 64) */
     cb_vc_t vc;
 } th_start_t;
 
@@ -60,6 +61,10 @@ static void *trampoline(void *a)
     cb_thr = st.thr;
     cb_app_thread = true;
     cb_acquire(st.vc);
+    sigset_t mask; /* its creator's, as pthread_create gives */
+    sigemptyset(&mask);
+    memcpy(&mask, &st.mask, sizeof st.mask);
+    cb_sigmask(SIG_SETMASK, &mask, NULL);
     void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
     cb_release();
     cb_app_thread = false;
@@ -81,11 +86,20 @@ int cb_thread_create(uint64_t *t, int node, void *(*fn)(void *), void *arg, size
     cb_known_get(node, k);
     size_t len;
     void *n = cb_notices_encode(k, &len, NULL);
+    /* the payload: the caller's signal mask, then the notices */
+    sigset_t mask;
+    cb_sigmask(SIG_BLOCK, NULL, &mask);
+    uint8_t *pl_buf = malloc(sizeof(uint64_t) + len);
+    if (!pl_buf)
+        cb_die("out of memory for a thread's start");
+    memcpy(pl_buf, &mask, sizeof(uint64_t));
+    memcpy(pl_buf + sizeof(uint64_t), n, len);
+    free(n);
     cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_SPAWN, .a = tid, .b = (uintptr_t)fn, .c = (uintptr_t)arg,
                    .d = stack | (uint64_t)detached << 63 };
-    cb_call(node, &m, n, len, w);
-    free(n);
+    cb_call(node, &m, pl_buf, sizeof(uint64_t) + len, w);
+    free(pl_buf);
     int rc = (int)w->value;
     cb_waiter_free(w);
     if (rc) {
@@ -216,7 +230,8 @@ void cb_thread_main_start(void)
 void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
 {
     th_start_t *st = malloc(sizeof *st);
-    cb_notices_merge(p, len, st->vc);
+    memcpy(&st->mask, p, sizeof st->mask);
+    cb_notices_merge((const uint8_t *)p + sizeof st->mask, len - sizeof st->mask, st->vc);
     cb_known_update(m->src, st->vc);
     st->tid = m->a;
     st->fn = (void *(*)(void *))(uintptr_t)m->b;

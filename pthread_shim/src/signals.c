@@ -6,9 +6,19 @@
  * another node that gets the signal (pthread_kill, a timer, the kernel)
  * runs the handler main installed.  Handlers are addresses in the program,
  * the same in every node process (the runtime runs them all without
- * address randomization: libcables/src/start.c).  SIGSEGV and SIGBUS stay
- * each node's own (SIGSEGV drives the fault path, which hands faults that
- * are not its own to the handler that was there before it). */
+ * address randomization: libcables/src/start.c).
+ *
+ * SIGSEGV drives the fault path, so the program's handler for it is kept
+ * beside the runtime's, which calls it for the faults that are not the
+ * runtime's, and SIGSEGV stays unblocked in the kernel's masks: the
+ * program's masks and its handlers' sa_mask only say it is blocked
+ * (libcables/src/fault.c, cb_sigaction and cb_sigmask).  Before, a
+ * program's SIGSEGV handler replaced the runtime's (its first access to a
+ * shared page not mapped yet went to the program's handler), and a thread
+ * that blocked every signal, or a handler whose sa_mask is full, died at
+ * such an access.  A new thread starts with its creator's mask, on any
+ * node (libcables/src/thread.c). */
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 
@@ -16,8 +26,8 @@
 
 int sigaction(int sig, const struct sigaction *restrict act, struct sigaction *restrict old)
 {
-    int rc = REAL(sigaction)(sig, act, old);
-    if (rc == 0 && act && cb_app_thread && cb.multi && sig != SIGSEGV && sig != SIGBUS) {
+    int rc = cb_sigaction(sig, act, old);
+    if (rc == 0 && act && cb_app_thread && cb.multi) {
         struct sigaction copy = *act; /* a private copy: it travels in messages */
         if (!atomic_load(&cb.stopping))
             cb.self == 0 ? cb_proc_change(CB_PROC_SIGACTION, sig, (const char *)&copy, NULL, NULL)
@@ -48,3 +58,18 @@ sighandler_t sysv_signal(int sig, sighandler_t h)
 }
 sighandler_t __sysv_signal(int sig, sighandler_t h); /* signal() under strict X/Open */
 sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h); }
+
+int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) { return cb_sigmask(how, set, old); }
+
+int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    int rc = cb_sigmask(how, set, old);
+    return rc ? (errno = rc, -1) : 0;
+}
+
+int sigsuspend(const sigset_t *mask)
+{
+    sigset_t m = *mask;
+    sigdelset(&m, SIGSEGV);
+    return REAL(sigsuspend)(&m);
+}
