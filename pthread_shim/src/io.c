@@ -1119,18 +1119,35 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
     POLL(LIBC(poll)(c, n, timeout))
 }
 
+/* A call with a signal mask made at the master: the mask is this thread's
+ * meanwhile.  A pending signal it unblocks runs its handler first, and the
+ * call then gives EINTR, as the kernel's would. */
+#define MASKED(mask, call) ({                                                \
+        sigset_t was_;                                                       \
+        int r_ = -1;                                                         \
+        if (!(mask))                                                         \
+            r_ = (call);                                                     \
+        else if (shim_mask_enter(mask, &was_))                               \
+            errno = EINTR;                                                   \
+        else                                                                 \
+            r_ = (call);                                                     \
+        if (mask) {                                                          \
+            int e_ = errno;                                                  \
+            cb_sigmask(SIG_SETMASK, &was_, NULL);                            \
+            errno = e_;                                                      \
+        }                                                                    \
+        r_; })
+
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     if (shim_remote_fd(-1))
-        return shim_rs_poll(fds, n, ts); /* the mask: see pthread_shim/README.md */
-    if (!ours(fds, n * sizeof *fds) && !(ts && ours(ts, sizeof *ts)) &&
-        !(mask && ours(mask, sizeof *mask)))
-        return LIBC(ppoll)(fds, n, ts, mask);
-    struct timespec t = ts ? *ts : (struct timespec){ 0, 0 };
+        return MASKED(mask, shim_rs_poll(fds, n, ts));
     sigset_t m;
-    if (mask)
-        m = *mask;
-    POLL(LIBC(ppoll)(c, n, ts ? &t : NULL, mask ? &m : NULL))
+    const sigset_t *km = shim_kernel_mask(mask, &m);
+    if (!ours(fds, n * sizeof *fds) && !(ts && ours(ts, sizeof *ts)))
+        return LIBC(ppoll)(fds, n, ts, km);
+    struct timespec t = ts ? *ts : (struct timespec){ 0, 0 };
+    POLL(LIBC(ppoll)(c, n, ts ? &t : NULL, km))
 }
 
 /* the bytes of an fd_set that n descriptors use (whole longs, as the kernel) */
@@ -1201,16 +1218,15 @@ int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
             const struct timespec *restrict ts, const sigset_t *restrict mask)
 {
     if (shim_remote_fd(-1))
-        return shim_rs_select(n, r, w, e, NULL, ts);
+        return MASKED(mask, shim_rs_select(n, r, w, e, NULL, ts));
     struct timespec t = { 0, 0 };
     sigset_t m;
-    bool ts_ours = ts && ours(ts, sizeof *ts), mask_ours = mask && ours(mask, sizeof *mask);
+    const sigset_t *km = shim_kernel_mask(mask, &m);
+    bool ts_ours = ts && ours(ts, sizeof *ts);
     if (ts_ours)
         t = *ts;
-    if (mask_ours)
-        m = *mask;
-#define CALL(r_, w_, e_) LIBC(pselect)(n, r_, w_, e_, ts_ours ? &t : ts, mask_ours ? &m : mask)
-    SELECT(ts_ours || mask_ours, CALL)
+#define CALL(r_, w_, e_) LIBC(pselect)(n, r_, w_, e_, ts_ours ? &t : ts, km)
+    SELECT(ts_ours, CALL)
 #undef CALL
     return res;
 }
@@ -1249,14 +1265,12 @@ int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
 int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
 {
     if (shim_remote_fd(ep))
-        return shim_rs_epoll_wait(ep, evs, max, timeout);
-    bool mask_ours = mask && ours(mask, sizeof *mask);
-    if (max <= 0 || (!ours(evs, (size_t)max * sizeof *evs) && !mask_ours))
-        return LIBC(epoll_pwait)(ep, evs, max, timeout, mask);
+        return MASKED(mask, shim_rs_epoll_wait(ep, evs, max, timeout));
     sigset_t m;
-    if (mask_ours)
-        m = *mask;
-    EPOLL(LIBC(epoll_pwait)(ep, c, max, timeout, mask_ours ? &m : mask))
+    const sigset_t *km = shim_kernel_mask(mask, &m);
+    if (max <= 0 || !ours(evs, (size_t)max * sizeof *evs))
+        return LIBC(epoll_pwait)(ep, evs, max, timeout, km);
+    EPOLL(LIBC(epoll_pwait)(ep, c, max, timeout, km))
 }
 
 /* ---- stdio: the FILE's buffer (glibc's public struct _IO_FILE) ---- */

@@ -32,6 +32,22 @@ static inline bool shared_obj(const volatile void *p)
     return cb_app_thread && cb_in_gas((uintptr_t)p);
 }
 
+/* a signal mask as the kernel is given it: SIGSEGV, which drives the
+ * fault path, never blocked (libcables/src/fault.c); NULL stays NULL */
+static inline const sigset_t *shim_kernel_mask(const sigset_t *mask, sigset_t *m)
+{
+    if (!mask)
+        return NULL;
+    *m = *mask;
+    sigdelset(m, SIGSEGV);
+    return m;
+}
+
+/* signals.c: before a call with a signal mask made at the master, the
+ * mask made this thread's (*was: the one before); true if a pending signal
+ * it unblocks ran its handler (the call is then EINTR) */
+bool shim_mask_enter(const sigset_t *mask, sigset_t *was);
+
 /* Allocator code runs as the runtime's: what it calls (malloc, pthread_*)
  * goes to libc. */
 #define AS_RUNTIME(stmt) do {                                                 \

@@ -69,7 +69,23 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 
 int sigsuspend(const sigset_t *mask)
 {
-    sigset_t m = *mask;
-    sigdelset(&m, SIGSEGV);
-    return REAL(sigsuspend)(&m);
+    sigset_t m;
+    return REAL(sigsuspend)(shim_kernel_mask(mask, &m));
+}
+
+bool shim_mask_enter(const sigset_t *mask, sigset_t *was)
+{
+    sigset_t pend;
+    bool handled = false;
+    if (sigpending(&pend) == 0)
+        for (int sig = 1; sig < NSIG && !handled; sig++) {
+            struct sigaction a;
+            if (sigismember(&pend, sig) != 1 || sigismember(mask, sig) == 1 ||
+                REAL(sigaction)(sig, NULL, &a))
+                continue;
+            handled = a.sa_flags & SA_SIGINFO ? a.sa_sigaction != NULL
+                                              : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+        }
+    cb_sigmask(SIG_SETMASK, mask, was); /* runs those handlers */
+    return handled;
 }

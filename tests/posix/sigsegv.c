@@ -5,7 +5,8 @@
  * mask (a program that leaves signals to one thread does this).  The
  * workers then share an array across the nodes: each writes its slice,
  * reads all of them, writes its neighbour's, and reads them all again
- * inside a SIGUSR1 handler whose sa_mask is full.  None of that may reach
+ * inside a SIGUSR1 handler whose sa_mask is full; then once more inside
+ * that handler run during a ppoll whose mask blocks every other signal.  None of that may reach
  * the program's handler.  A real fault (a store to address 64) in a
  * worker, with SIGSEGV unblocked, runs the program's handler there, which
  * jumps back; a handler a worker installs later runs for main's fault;
@@ -17,6 +18,7 @@
  * such access (the kernel's default action for a blocked fault).
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -122,6 +124,23 @@ static void *worker(void *arg)
     CHECK_EQ("unblock_usr1", pthread_sigmask(SIG_UNBLOCK, &usr1, NULL), 0);
     CHECK_EQ("sum_in_handler", usr1_sum, want2);
     pthread_barrier_wait(&bar);
+    long far = (w + 2) % WORKERS, want4 = 0;
+    for (long i = far * SLICE; i < (far + 1) * SLICE; i++)
+        data[i] = (int)value(i, 4);
+    for (long i = 0; i < (long)WORKERS * SLICE; i++)
+        want4 += value(i, 4);
+    pthread_barrier_wait(&bar);
+    /* and again while ppoll's mask blocks every other signal */
+    CHECK_EQ("block_usr1", pthread_sigmask(SIG_BLOCK, &usr1, NULL), 0);
+    CHECK_EQ("raise_usr1_again", pthread_kill(pthread_self(), SIGUSR1), 0);
+    sigset_t pm;
+    sigfillset(&pm);
+    sigdelset(&pm, SIGUSR1);
+    struct timespec ts = { 5, 0 };
+    errno = 0;
+    CHECK_EQ("ppoll_interrupted", ppoll(NULL, 0, &ts, &pm), -1);
+    CHECK_ERR("ppoll_eintr", errno, EINTR);
+    CHECK_EQ("sum_in_ppoll_handler", usr1_sum, want4);
     /* a real fault, SIGSEGV unblocked: the program's handler, here */
     sigset_t segv;
     sigemptyset(&segv);
@@ -175,10 +194,10 @@ int main(void)
         CHECK_EQ("probe_handled_once", handled[w], 1);
         CHECK_PTR("fault_addr", fault_addr[w], (void *)probe_addr);
     }
-    long want2 = 0;
+    long want4 = 0;
     for (long i = 0; i < (long)WORKERS * SLICE; i++)
-        want2 += value(i, 2);
-    CHECK_EQ("main_sum", sum_all(), want2);
+        want4 += value(i, 4);
+    CHECK_EQ("main_sum", sum_all(), want4);
 
     /* a handler a worker installs is the process's */
     pthread_t ti;
