@@ -552,39 +552,96 @@ int cb_fault(uint64_t p, bool write)
 
 static void say(const char *s) { if (syscall(SYS_write, 2, s, strlen(s)) < 0) {} }
 
-/* what the program would have had without us: its handler, with the mask
- * and flags it asked for (SIGSEGV itself left unblocked, as everywhere);
- * for the default or SIG_IGN (a fault cannot be ignored), or SIGSEGV
- * blocked in the program's mask, the default action */
+/* the program's disposition now: a copy taken whole (a reader overtaken by
+ * a ring's worth of changes while it copied reads again) */
+static struct sigaction app_now(void)
+{
+    for (;;) {
+        unsigned c = atomic_load(&app_cur);
+        struct sigaction a = app_segv[c % APP_SLOTS];
+        if (atomic_load(&app_cur) - c < APP_SLOTS - 1)
+            return a;
+    }
+}
+
+static bool is_handler(const struct sigaction *a)
+{
+    return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN; /* sa_sigaction shares it */
+}
+
+static void kernel_default(void)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    libc_sigaction(SIGSEGV, &dfl, NULL);
+}
+
+/* A SIGSEGV sent to the thread while the program's mask blocks it: sent
+ * again when the program unblocks it (cb_sigmask). */
+static __thread bool segv_pending CB_TLS;
+/* the program's SIGSEGV handler is running on this thread (on_segv's
+ * frame is below it on the signal stack) */
+static __thread bool in_app_segv CB_TLS;
+
+bool cb_in_segv_handler(void)
+{
+    if (!in_app_segv)
+        return false;
+    stack_t ss;
+    if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK))
+        in_app_segv = false; /* it left by a jump */
+    return in_app_segv;
+}
+
+/* what the program would have had without us.  A fault (si_code > 0): its
+ * handler, with the mask and flags it asked for (SIGSEGV itself left
+ * unblocked, as everywhere); for the default, SIG_IGN (a fault cannot be
+ * ignored) or SIGSEGV blocked in the program's mask, the default action,
+ * which the access, executed again, meets.  A SIGSEGV sent by kill, raise
+ * or sigqueue: ignored, kept pending while the program blocks it, its
+ * handler, or the default action now. */
 static void to_program(int sig, siginfo_t *si, void *ucv)
 {
-    struct sigaction a = app_segv[atomic_load(&app_cur) % APP_SLOTS];
-    bool handler = a.sa_flags & SA_SIGINFO ? a.sa_sigaction != NULL
-                                           : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
-    if (!handler || cb_segv_blocked) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        libc_sigaction(SIGSEGV, &dfl, NULL); /* returning re-executes the access and dies */
+    struct sigaction a = app_now();
+    bool sent = si->si_code <= 0;
+    if (sent && a.sa_handler == SIG_IGN)
+        return;
+    if (sent && cb_segv_blocked) {
+        segv_pending = true;
+        return;
+    }
+    if (!is_handler(&a) || (!sent && cb_segv_blocked)) {
+        kernel_default();
+        if (sent)
+            syscall(SYS_tgkill, getpid(), gettid(), SIGSEGV);
         return;
     }
     if (a.sa_flags & SA_RESETHAND) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        cb_sigaction(SIGSEGV, &dfl, NULL);
+        cb_mutex_lock(&app_mu); /* unless another thread changed it meanwhile */
+        unsigned c = atomic_load(&app_cur);
+        struct sigaction *cur = &app_segv[c % APP_SLOTS];
+        if (cur->sa_handler == a.sa_handler && cur->sa_flags == a.sa_flags) {
+            struct sigaction *next = &app_segv[(c + 1) % APP_SLOTS];
+            memset(next, 0, sizeof *next);
+            next->sa_handler = SIG_DFL;
+            atomic_store(&app_cur, c + 1);
+        }
+        cb_mutex_unlock(&app_mu);
     }
     sigset_t m = a.sa_mask, was;
     sigdelset(&m, SIGSEGV);
     libc_sigmask(SIG_BLOCK, &m, &was);
-    bool blocked = cb_segv_blocked;
-    cb_segv_blocked = !(a.sa_flags & SA_NODEFER) || sigismember(&a.sa_mask, SIGSEGV) == 1;
+    bool nested = in_app_segv;
+    in_app_segv = true;
     if (a.sa_flags & SA_SIGINFO)
         a.sa_sigaction(sig, si, ucv);
     else
         a.sa_handler(sig);
-    cb_segv_blocked = blocked;
+    in_app_segv = nested;
     libc_sigmask(SIG_SETMASK, &was, NULL);
+    /* a mask the handler put in its context for the return */
+    sigdelset(&((ucontext_t *)ucv)->uc_sigmask, SIGSEGV);
 }
 
 static void on_segv(int sig, siginfo_t *si, void *ucv)
@@ -612,6 +669,9 @@ int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
     libc_signal_fns();
     if (!atomic_load(&fault_ready)) /* before the runtime's start, or without it */
         return libc_sigaction(sig, act, old);
+    struct sigaction copy; /* read before any signal is blocked: it may be on a shared page */
+    if (act)
+        copy = *act;
     if (sig == SIGSEGV) {
         sigset_t all, was;
         sigfillset(&all);
@@ -620,7 +680,7 @@ int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
         unsigned c = atomic_load(&app_cur);
         struct sigaction cur = app_segv[c % APP_SLOTS];
         if (act) {
-            app_segv[(c + 1) % APP_SLOTS] = *act;
+            app_segv[(c + 1) % APP_SLOTS] = copy;
             atomic_store(&app_cur, c + 1);
         }
         cb_mutex_unlock(&app_mu);
@@ -629,10 +689,8 @@ int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
             *old = cur;
         return 0;
     }
-    struct sigaction copy;
     bool had = false;
     if (act) {
-        copy = *act;
         had = sigismember(&copy.sa_mask, SIGSEGV) == 1;
         sigdelset(&copy.sa_mask, SIGSEGV);
     }
@@ -668,14 +726,22 @@ int cb_sigmask(int how, const sigset_t *set, sigset_t *old)
         else
             return EINVAL;
     }
+    cb_segv_blocked = now; /* before: a signal the call lets in sees the new mask */
     int rc = libc_sigmask(how, set ? &s : NULL, old);
-    if (rc)
+    if (rc) {
+        cb_segv_blocked = was;
         return rc;
+    }
     if (old && was)
         sigaddset(old, SIGSEGV);
-    cb_segv_blocked = now;
+    if (!now && segv_pending) {
+        segv_pending = false;
+        syscall(SYS_tgkill, getpid(), gettid(), SIGSEGV);
+    }
     return 0;
 }
+
+void cb_fault_after_fork(void) { app_mu = (cb_mutex_t)CB_MUTEX_INIT; }
 
 void cb_fault_init(void)
 {
@@ -687,6 +753,17 @@ void cb_fault_init(void)
     sigemptyset(&sa.sa_mask);
     if (libc_sigaction(SIGSEGV, &sa, &app_segv[0]))
         cb_die("cannot install the SIGSEGV handler: %s", strerror(errno));
+    /* handlers installed before (libraries' constructors, UCX, Open MPI)
+     * leave SIGSEGV unblocked too */
+    for (int s = 1; s <= 64; s++) {
+        struct sigaction h;
+        if (s == SIGSEGV || s == SIGKILL || s == SIGSTOP || libc_sigaction(s, NULL, &h) ||
+            sigismember(&h.sa_mask, SIGSEGV) != 1)
+            continue;
+        sigdelset(&h.sa_mask, SIGSEGV);
+        if (libc_sigaction(s, &h, NULL) == 0)
+            atomic_fetch_or(&mask_had_segv, 1ull << (s - 1));
+    }
     /* started with SIGSEGV blocked: the program's mask says so, the kernel's not */
     sigset_t segv;
     sigemptyset(&segv);

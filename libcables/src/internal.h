@@ -392,6 +392,10 @@ void cb_fault_init(void);
 int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 int cb_sigmask(int how, const sigset_t *set, sigset_t *old);
 extern __thread bool cb_segv_blocked CB_TLS;
+/* the program's SIGSEGV handler is running on this thread (left by a jump:
+ * no longer) */
+bool cb_in_segv_handler(void);
+void cb_fault_after_fork(void); /* the child's: its lock free */
 int cb_fault(uint64_t p, bool write); /* 0, or -1 if not a shared page */
 
 /* lock.c: kinds numbered as glibc's mutex kinds */

@@ -158,11 +158,14 @@ int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
     if (detached)
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     /* a thread inherits its creator's signal mask: one the runtime starts
-     * (a program's thread placed here, by the communication thread, which
-     * takes no signal) begins with none blocked, as the runtime's own
-     * threads do before they block theirs */
+     * begins with the process's signals blocked (the runtime's threads keep
+     * them so; a program's thread, placed here by the communication thread,
+     * takes its creator's mask where the program's code begins: thread.c) */
     sigset_t none, was;
-    sigemptyset(&none);
+    sigfillset(&none);
+    static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+    for (size_t i = 0; i < sizeof sync_sigs / sizeof *sync_sigs; i++)
+        sigdelset(&none, sync_sigs[i]);
     if (!cb_app_thread)
         pthread_sigmask(SIG_SETMASK, &none, &was);
     int rc = create(t, &a, fn, arg);

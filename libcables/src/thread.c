@@ -229,6 +229,9 @@ void cb_thread_main_start(void)
 
 void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
 {
+    if (len < sizeof(uint64_t)) {
+        cb_die("node %d: malformed thread start (%zu bytes) from node %d", cb.self, len, m->src);
+    }
     th_start_t *st = malloc(sizeof *st);
     memcpy(&st->mask, p, sizeof st->mask);
     cb_notices_merge((const uint8_t *)p + sizeof st->mask, len - sizeof st->mask, st->vc);

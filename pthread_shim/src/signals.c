@@ -27,7 +27,9 @@
 int sigaction(int sig, const struct sigaction *restrict act, struct sigaction *restrict old)
 {
     int rc = cb_sigaction(sig, act, old);
-    if (rc == 0 && act && cb_app_thread && cb.multi) {
+    /* not from the program's SIGSEGV handler: a crash's (the messages'
+     * locks and libc's malloc may be what crashed) */
+    if (rc == 0 && act && cb_app_thread && cb.multi && !cb_in_segv_handler()) {
         struct sigaction copy = *act; /* a private copy: it travels in messages */
         if (!atomic_load(&cb.stopping))
             cb.self == 0 ? cb_proc_change(CB_PROC_SIGACTION, sig, (const char *)&copy, NULL, NULL)

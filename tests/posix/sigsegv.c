@@ -9,8 +9,10 @@
  * that handler run during a ppoll whose mask blocks every other signal.  None of that may reach
  * the program's handler.  A real fault (a store to address 64) in a
  * worker, with SIGSEGV unblocked, runs the program's handler there, which
- * jumps back; a handler a worker installs later runs for main's fault;
- * sigaction and signal report the program's handlers.
+ * jumps back (twice); a handler a worker installs later runs for main's
+ * fault; sigaction and signal report the program's handlers; a SIGSEGV
+ * that main raises is ignored under SIG_IGN, handled, and kept pending
+ * while blocked.
  *
  * Before, on libcables: main's sigaction replaced the runtime's fault
  * handler, so the first access to a shared page not mapped yet went to the
@@ -147,6 +149,10 @@ static void *worker(void *arg)
     sigaddset(&segv, SIGSEGV);
     CHECK_EQ("unblock_segv", pthread_sigmask(SIG_UNBLOCK, &segv, NULL), 0);
     CHECK_EQ("probe_handled", probe(), 1);
+    /* the jump left the handler: SIGSEGV is unblocked, and handled again */
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    CHECK("unblocked_after_jump", !sigismember(&cur, SIGSEGV));
+    CHECK_EQ("probe_again", probe(), 1);
     return NULL;
 }
 
@@ -181,6 +187,7 @@ int main(void)
 
     sigset_t all;
     sigfillset(&all);
+    sigdelset(&all, SIGALRM); /* check_start's watchdog */
     CHECK_EQ("block_all", sigprocmask(SIG_BLOCK, &all, NULL), 0);
     data = malloc((size_t)WORKERS * SLICE * sizeof *data); /* a big block: homed by first touch */
     CHECK("malloc", data != NULL);
@@ -191,7 +198,7 @@ int main(void)
     for (int w = 0; w < WORKERS; w++)
         CHECK_EQ("join", pthread_join(t[w], NULL), 0);
     for (int w = 0; w < WORKERS; w++) {
-        CHECK_EQ("probe_handled_once", handled[w], 1);
+        CHECK_EQ("probes_handled", handled[w], 2);
         CHECK_PTR("fault_addr", fault_addr[w], (void *)probe_addr);
     }
     long want4 = 0;
@@ -214,6 +221,36 @@ int main(void)
     memset(&old, 0, sizeof old);
     CHECK_EQ("sigaction_query_dfl", sigaction(SIGSEGV, NULL, &old), 0);
     CHECK("query_is_dfl", old.sa_handler == SIG_DFL);
+    /* a SIGSEGV sent, not a fault: ignored, handled, kept pending while
+     * blocked */
+    CHECK("set_ign", signal(SIGSEGV, SIG_IGN) == SIG_DFL);
+    CHECK_EQ("raise_ignored", raise(SIGSEGV), 0);
+    CHECK("set_second", signal(SIGSEGV, on_segv2) == SIG_IGN);
+    int r = 0;
+    if (sigsetjmp(probe_jb, 1) == 0) {
+        in_probe = 1;
+        raise(SIGSEGV);
+        in_probe = 0;
+    } else {
+        r = 1;
+    }
+    in_probe = 0;
+    CHECK_EQ("raise_handled", r, 1);
+    CHECK_EQ("block_segv", sigprocmask(SIG_BLOCK, &segv, NULL), 0);
+    CHECK_EQ("raise_blocked", raise(SIGSEGV), 0);
+    CHECK_EQ("not_yet", handled2, 2);
+    r = 0;
+    if (sigsetjmp(probe_jb, 1) == 0) {
+        in_probe = 1;
+        sigprocmask(SIG_UNBLOCK, &segv, NULL);
+        in_probe = 0;
+    } else {
+        r = 1;
+    }
+    in_probe = 0;
+    CHECK_EQ("pending_handled_at_unblock", r, 1);
+    CHECK_EQ("second_handler_count", handled2, 3);
+    CHECK("set_dfl_again", signal(SIGSEGV, SIG_DFL) == on_segv2);
     /* still shared memory that works after all that */
     for (long i = 0; i < (long)WORKERS * SLICE; i++)
         data[i] = (int)value(i, 3);
