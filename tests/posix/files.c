@@ -116,6 +116,11 @@ static void *worker(void *arg)
     CHECK_EQ("w_epoll_data", (long)got[0].data.u64, 77);
     CHECK_EQ("w_read_e", read(pipe_m[0], buf, 1), 1);
     CHECK_EQ("w_epoll_close", close(ep), 0);
+    /* dprintf writes through a FILE of libc's own on the descriptor */
+    CHECK_EQ("w_dprintf_pipe", dprintf(pipe_m[1], "dp%d", 42), 4);
+    memset(buf, 0, 8);
+    CHECK_EQ("w_dprintf_read", read(pipe_m[0], buf, sizeof buf), 4);
+    CHECK("w_dprintf_data", memcmp(buf, "dp42", 4) == 0);
     /* main's socket pair */
     CHECK_EQ("w_send", send(sp[1], "ping", 4, 0), 4);
     char a[3] = "", b[8] = "";

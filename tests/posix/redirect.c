@@ -10,6 +10,8 @@
  * and its freopen replaced node 1's stderr only.
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
+#include <err.h>
+#include <error.h>
 #include <fcntl.h>
 
 #include "check.h"
@@ -23,11 +25,19 @@ static void *worker(void *arg)
     puts("w-puts");
     fflush(stdout);
     CHECK_EQ("w_write", write(1, "w-write\n", 8), 8);
+    CHECK_EQ("w_dprintf", dprintf(1, "w-dprintf %d\n", 7), 12);
     printf("w-buffered\n"); /* flushed by main's fflush */
     CHECK("w_freopen", freopen(err_path, "w", stderr) == stderr);
     fprintf(stderr, "w-stderr\n");
     fflush(stderr);
     CHECK_EQ("w_write2", write(2, "w-write2\n", 9), 9);
+    errno = ENOENT;
+    perror("w-perror");
+    warnx("w-warnx %d", 3);
+    errno = EACCES;
+    warn("w-warn");
+    error(0, ENOENT, "w-error %d", 4);
+    fflush(stderr);
     return NULL;
 }
 
@@ -76,7 +86,7 @@ int main(void)
     snprintf(err_path, sizeof err_path, "%s/err", dir);
     /* first a worker's own save, redirect and restore, while 1 and 2 are
      * still each node's own */
-    char buf[512];
+    char buf[2048];
     pthread_t t;
     snprintf(out2_path, sizeof out2_path, "%s/out2", dir);
     CHECK_EQ("create2", pthread_create(&t, NULL, worker2, NULL), 0);
@@ -106,13 +116,18 @@ int main(void)
     close(saved_out);
     close(saved_err);
     contents(out_path, buf, sizeof buf);
-    const char *want = "m-before\nw-printf 1\nw-puts\nw-write\nw-buffered\nm-after\n";
+    const char *want = "m-before\nw-printf 1\nw-puts\nw-write\nw-dprintf 7\nw-buffered\nm-after\n";
     CHECK("stdout_file", !strcmp(buf, want));
     if (strcmp(buf, want))
         fprintf(stderr, "redirect: stdout file [%s]\n", buf);
     contents(err_path, buf, sizeof buf);
-    CHECK("stderr_file", !strcmp(buf, "w-stderr\nw-write2\n"));
-    if (strcmp(buf, "w-stderr\nw-write2\n"))
+    char want_err[1024];
+    snprintf(want_err, sizeof want_err,
+             "w-stderr\nw-write2\nw-perror: %s\n%s: w-warnx 3\n%s: w-warn: %s\n%s: w-error 4: %s\n",
+             strerror(ENOENT), program_invocation_short_name, program_invocation_short_name,
+             strerror(EACCES), program_invocation_name, strerror(ENOENT));
+    CHECK("stderr_file", !strcmp(buf, want_err));
+    if (strcmp(buf, want_err))
         fprintf(stderr, "redirect: stderr file [%s]\n", buf);
     unlink(out_path);
     unlink(err_path);
