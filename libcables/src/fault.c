@@ -559,6 +559,7 @@ static struct sigaction app_now(void)
     for (;;) {
         unsigned c = atomic_load(&app_cur);
         struct sigaction a = app_segv[c % APP_SLOTS];
+        atomic_thread_fence(memory_order_acquire);
         if (atomic_load(&app_cur) - c < APP_SLOTS - 1)
             return a;
     }
@@ -613,11 +614,14 @@ static void to_program(int sig, siginfo_t *si, void *ucv)
     }
     if (!is_handler(&a) || (!sent && cb_segv_blocked)) {
         kernel_default();
-        if (sent)
+        if (sent || si->si_code == SI_KERNEL) /* nothing to execute again */
             syscall(SYS_tgkill, getpid(), gettid(), SIGSEGV);
         return;
     }
     if (a.sa_flags & SA_RESETHAND) {
+        sigset_t all, was;
+        sigfillset(&all);
+        libc_sigmask(SIG_BLOCK, &all, &was); /* as in cb_sigaction */
         cb_mutex_lock(&app_mu); /* unless another thread changed it meanwhile */
         unsigned c = atomic_load(&app_cur);
         struct sigaction *cur = &app_segv[c % APP_SLOTS];
@@ -628,6 +632,7 @@ static void to_program(int sig, siginfo_t *si, void *ucv)
             atomic_store(&app_cur, c + 1);
         }
         cb_mutex_unlock(&app_mu);
+        libc_sigmask(SIG_SETMASK, &was, NULL);
     }
     sigset_t m = a.sa_mask, was;
     sigdelset(&m, SIGSEGV);
@@ -727,13 +732,16 @@ int cb_sigmask(int how, const sigset_t *set, sigset_t *old)
             return EINVAL;
     }
     cb_segv_blocked = now; /* before: a signal the call lets in sees the new mask */
-    int rc = libc_sigmask(how, set ? &s : NULL, old);
+    sigset_t o; /* the kernel writes here, not into the program's (a shared page) */
+    int rc = libc_sigmask(how, set ? &s : NULL, &o);
     if (rc) {
         cb_segv_blocked = was;
         return rc;
     }
-    if (old && was)
-        sigaddset(old, SIGSEGV);
+    if (was)
+        sigaddset(&o, SIGSEGV);
+    if (old)
+        *old = o;
     if (!now && segv_pending) {
         segv_pending = false;
         syscall(SYS_tgkill, getpid(), gettid(), SIGSEGV);
@@ -741,7 +749,12 @@ int cb_sigmask(int how, const sigset_t *set, sigset_t *old)
     return 0;
 }
 
-void cb_fault_after_fork(void) { app_mu = (cb_mutex_t)CB_MUTEX_INIT; }
+void cb_fault_after_fork(void)
+{
+    app_mu = (cb_mutex_t)CB_MUTEX_INIT;
+    segv_pending = false; /* a child starts with no signal pending */
+    in_app_segv = false;
+}
 
 void cb_fault_init(void)
 {

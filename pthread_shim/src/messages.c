@@ -5,9 +5,10 @@
  * the master, a descriptor is the master's and stderr, once the program
  * moved it (io.c, remote.c), is too; libc's versions wrote to this node's
  * descriptor of that number and to its own stderr.  Where the descriptor
- * or stderr is the master's, the message is formatted here (in libc's heap: vasprintf's block would be the program's) and written
- * through the wrapped write or fputs, whole; elsewhere libc's is called
- * with the formatted text. */
+ * or stderr is the master's, the message is formatted here (in libc's
+ * heap: vasprintf's block would be the program's) and written through the
+ * wrapped write or fputs, whole; elsewhere libc's is called with the
+ * formatted text. */
 #include <err.h>
 #include <errno.h>
 #include <error.h>
@@ -20,23 +21,42 @@
 #include "shim.h"
 
 extern const char *__progname; /* err.h's name: the short one */
+int __vsnprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const char *fmt, va_list ap);
 
 /* fmt formatted into a block of libc's (free), *n its length; NULL on
- * failure */
-static char *format(const char *fmt, va_list ap, int *n)
+ * failure.  flag: _FORTIFY_SOURCE's level of a _chk caller, else -1 */
+static char *format_chk(int flag, const char *fmt, va_list ap, int *n)
 {
     va_list aq;
     va_copy(aq, ap);
-    int len = vsnprintf(NULL, 0, fmt, aq);
+    int len = flag < 0 ? vsnprintf(NULL, 0, fmt, aq) : __vsnprintf_chk(NULL, 0, flag, 0, fmt, aq);
     va_end(aq);
     char *buf = len < 0 ? NULL : malloc((size_t)len + 1);
-    if (buf && vsnprintf(buf, (size_t)len + 1, fmt, ap) != len) {
+    if (buf && (flag < 0 ? vsnprintf(buf, (size_t)len + 1, fmt, ap)
+                         : __vsnprintf_chk(buf, (size_t)len + 1, flag, (size_t)len + 1, fmt, ap)) != len) {
         free(buf);
         buf = NULL;
     }
     if (n)
         *n = len;
     return buf;
+}
+
+static char *format(const char *fmt, va_list ap, int *n) { return format_chk(-1, fmt, ap, n); }
+
+/* the whole of buf written on fd, through the wrapped write */
+static int write_all(int fd, const char *buf, int n)
+{
+    size_t done = 0;
+    while (done < (size_t)n) {
+        ssize_t w = write(fd, buf + done, (size_t)n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    return n;
 }
 
 int vdprintf(int fd, const char *restrict fmt, va_list ap)
@@ -47,17 +67,9 @@ int vdprintf(int fd, const char *restrict fmt, va_list ap)
     char *buf = format(fmt, ap, &n);
     if (!buf)
         return -1;
-    size_t done = 0;
-    while (done < (size_t)n) {
-        ssize_t w = write(fd, buf + done, (size_t)n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        done += (size_t)w;
-    }
+    int r = write_all(fd, buf, n);
     free(buf);
-    return done == (size_t)n ? n : -1;
+    return r;
 }
 
 int dprintf(int fd, const char *restrict fmt, ...)
@@ -75,7 +87,13 @@ int __vdprintf_chk(int fd, int flag, const char *restrict fmt, va_list ap)
 {
     if (!shim_remote_fd(fd))
         return REAL(__vdprintf_chk)(fd, flag, fmt, ap);
-    return vdprintf(fd, fmt, ap);
+    int n;
+    char *buf = format_chk(flag, fmt, ap, &n);
+    if (!buf)
+        return -1;
+    int r = write_all(fd, buf, n);
+    free(buf);
+    return r;
 }
 
 int __dprintf_chk(int fd, int flag, const char *restrict fmt, ...)
@@ -90,38 +108,48 @@ int __dprintf_chk(int fd, int flag, const char *restrict fmt, ...)
 /* stderr is the master's here */
 static bool remote_stderr(void) { return shim_remote_file(stderr); }
 
-/* head, then fmt (if any), then ": strerror(errnum)" (if errnum), then a
- * newline, as one write on stderr */
-static void say(const char *head, const char *fmt, va_list ap, int errnum)
+/* head, then msg (if any), then ": strerror(errnum)" (if with_err), then
+ * a newline, as one fputs on stderr, flushed */
+static void say(const char *head, const char *msg, bool with_err, int errnum)
 {
-    char *msg = fmt ? format(fmt, ap, NULL) : NULL;
-    fprintf(stderr, "%s%s%s%s\n", head, msg ? msg : "", errnum ? ": " : "",
-            errnum ? strerror(errnum) : "");
-    free(msg);
+    const char *e = with_err ? strerror(errnum) : "";
+    size_t len = strlen(head) + (msg ? strlen(msg) : 0) + strlen(e) + 4;
+    char *line = malloc(len);
+    if (line) {
+        snprintf(line, len, "%s%s%s%s\n", head, msg ? msg : "", with_err ? ": " : "", e);
+        fputs(line, stderr);
+        free(line);
+    }
+    fflush(stderr);
 }
 
 void perror(const char *s)
 {
+    int e = errno;
     if (!remote_stderr()) {
+        errno = e;
         REAL(perror)(s);
         return;
     }
-    int e = errno;
-    fprintf(stderr, "%s%s%s\n", s && *s ? s : "", s && *s ? ": " : "", strerror(e));
+    if (s && *s)
+        say(s, NULL, true, e);
+    else
+        say(strerror(e), NULL, false, 0);
     errno = e;
 }
 
-/* warn's "name: fmt: error"; with no fmt, "name: error" */
-static void warn_with(int e, const char *fmt, va_list ap)
+/* err.h's "name: fmt: error"; with no fmt, "name: error" */
+static void warn_with(bool with_err, int e, const char *fmt, va_list ap)
 {
-    char head[256];
-    snprintf(head, sizeof head, "%s: ", __progname);
-    if (fmt) {
-        say(head, fmt, ap, e);
-    } else {
-        head[strlen(head) - 2] = 0; /* no ": " before the error's ": " */
-        say(head, NULL, ap, e);
+    char *msg = fmt ? format(fmt, ap, NULL) : NULL;
+    size_t len = strlen(__progname) + 3;
+    char *head = malloc(len);
+    if (head) {
+        snprintf(head, len, fmt || !with_err ? "%s: " : "%s", __progname);
+        say(head, msg, with_err, e);
+        free(head);
     }
+    free(msg);
 }
 
 void vwarn(const char *fmt, va_list ap)
@@ -130,19 +158,16 @@ void vwarn(const char *fmt, va_list ap)
     if (!remote_stderr())
         REAL(vwarn)(fmt, ap);
     else
-        warn_with(e, fmt, ap);
+        warn_with(true, e, fmt, ap);
     errno = e;
 }
 
 void vwarnx(const char *fmt, va_list ap)
 {
-    if (!remote_stderr()) {
+    if (!remote_stderr())
         REAL(vwarnx)(fmt, ap);
-        return;
-    }
-    char head[256];
-    snprintf(head, sizeof head, "%s: ", __progname);
-    say(head, fmt, ap, 0);
+    else
+        warn_with(false, 0, fmt, ap);
 }
 
 void warn(const char *fmt, ...)
@@ -187,60 +212,73 @@ void errx(int status, const char *fmt, ...)
     verrx(status, fmt, ap);
 }
 
-/* GNU error and error_at_line: stdout flushed first, the program's name
- * (or error_print_progname), the message, the error, a newline;
- * error_message_count counted; exit(status) if status */
-static void gnu_error(int status, int errnum, const char *where, const char *fmt, va_list ap)
+/* GNU error and error_at_line, where stderr is the master's: stdout
+ * flushed first, the program's name (or error_print_progname's), where,
+ * the message, the error, a newline; error_message_count counted */
+static void gnu_error(int errnum, const char *where, const char *msg)
 {
     fflush(stdout);
-    if (error_print_progname)
+    size_t len = strlen(program_invocation_name) + strlen(where) + 3;
+    char *head = malloc(len);
+    if (!head)
+        return;
+    if (error_print_progname) {
         error_print_progname();
-    else
-        fprintf(stderr, "%s:%s", program_invocation_name, where[0] ? "" : " ");
-    say(where, fmt, ap, errnum);
+        snprintf(head, len, "%s", where);
+    } else {
+        snprintf(head, len, "%s:%s", program_invocation_name, where[0] ? where : " ");
+    }
+    say(head, msg, errnum != 0, errnum);
+    free(head);
     error_message_count++;
-    if (status)
-        exit(status);
 }
 
+/* Both end the program through the shim's exit, on any node (libc's call
+ * its exit directly, past the shim: on another node than the master, that
+ * node process alone would have ended). */
 void error(int status, int errnum, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (remote_stderr()) {
-        gnu_error(status, errnum, "", fmt, ap);
-    } else {
-        char *msg = format(fmt, ap, NULL);
-        REAL(error)(status, errnum, "%s", msg ? msg : fmt);
-        free(msg);
-    }
+    char *msg = format(fmt, ap, NULL);
     va_end(ap);
+    if (remote_stderr())
+        gnu_error(errnum, "", msg);
+    else
+        REAL(error)(0, errnum, "%s", msg ? msg : fmt);
+    free(msg);
+    if (status)
+        exit(status);
 }
 
 void error_at_line(int status, int errnum, const char *file, unsigned int line, const char *fmt, ...)
 {
+    unsigned int count = error_message_count;
     va_list ap;
     va_start(ap, fmt);
+    char *msg = format(fmt, ap, NULL);
+    va_end(ap);
     if (remote_stderr()) {
         static const char *old_file;
         static unsigned int old_line;
-        if (error_one_per_line && old_line == line &&
-            (file == old_file || (file && old_file && !strcmp(file, old_file)))) {
-            va_end(ap);
-            return;
+        bool again = error_one_per_line && old_line == line &&
+                     (file == old_file || (file && old_file && !strcmp(file, old_file)));
+        if (error_one_per_line) {
+            old_file = file;
+            old_line = line;
         }
-        old_file = file;
-        old_line = line;
-        char where[512];
-        if (file)
-            snprintf(where, sizeof where, "%s:%u: ", file, line);
-        else
-            snprintf(where, sizeof where, " ");
-        gnu_error(status, errnum, where, fmt, ap);
+        if (!again) {
+            size_t len = file ? strlen(file) + 16 : 0;
+            char *where = file ? malloc(len) : NULL;
+            if (where)
+                snprintf(where, len, "%s:%u: ", file, line);
+            gnu_error(errnum, where ? where : " ", msg);
+            free(where);
+        }
     } else {
-        char *msg = format(fmt, ap, NULL);
-        REAL(error_at_line)(status, errnum, file, line, "%s", msg ? msg : fmt);
-        free(msg);
+        REAL(error_at_line)(0, errnum, file, line, "%s", msg ? msg : fmt);
     }
-    va_end(ap);
+    free(msg);
+    if (status && error_message_count != count) /* not a line error_one_per_line dropped */
+        exit(status);
 }

@@ -254,6 +254,21 @@ TEST_P(ExitHandlers, ExitOnNodeOneEndsTheProcessAtTheMaster)
     EXPECT_EQ(res.output.find("mpirun detected"), std::string::npos) << res.describe();
 }
 
+// So does GNU error(6, ...) there, whose exit libc calls past the shim's
+// (before, node 1 alone ended, and main waited in its join).
+TEST_P(ExitHandlers, ErrorOnNodeOneEndsTheProcessAtTheMaster)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto res = mn::run_cables(2, GetParam(), relinked("tests/posix/exits"), { "worker-error" },
+                              { { "CABLES_STATS", "1" } });
+    EXPECT_TRUE(res.exited && res.exit_code == 6 && !res.timed_out) << res.describe();
+    EXPECT_GT(mn::node_stat(res.output, 1, "locks="), 0) << res.describe();
+    EXPECT_NE(res.output.find(": worker gives up 6"), std::string::npos) << res.describe();
+    EXPECT_NE(res.output.find("EXIT on_exit ran status=6 arg=42"), std::string::npos)
+        << res.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(TwoNodes, ExitHandlers, ::testing::Values("shm", "tcp"));
 
 // A child of fork on node 1 that reads shared data node 1 never held dies

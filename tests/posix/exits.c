@@ -5,8 +5,11 @@
  * and "EXIT on_exit ran status=0 arg=43" after the RESULT line (the test
  * reads them).  With the argument "worker-exits" the thread then calls
  * exit(5) while main waits in join: the process ends with status 5, the
- * handlers print status=5 arg=42, and there is no RESULT line.
+ * handlers print status=5 arg=42, and there is no RESULT line; with
+ * "worker-error", the thread's GNU error(6, 0, ...) does the same with
+ * status 6 (libc's calls its exit past the shim's).
  * RESULT ok=1 checks=N (check.h) */
+#include <error.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@
 #include "check.h"
 
 static int value;
-static int worker_exits;
+static int worker_exits, worker_error;
 
 static void at_exit_handler(void) { printf("EXIT atexit ran\n"); }
 
@@ -32,6 +35,8 @@ static void *worker(void *unused)
     CHECK_EQ("on_exit", on_exit(on_exit_handler, &value), 0);
     if (worker_exits)
         exit(5);
+    if (worker_error)
+        error(6, 0, "worker gives up %d", 6);
     return NULL;
 }
 
@@ -39,6 +44,7 @@ int main(int argc, char **argv)
 {
     check_start();
     worker_exits = argc > 1 && strcmp(argv[1], "worker-exits") == 0;
+    worker_error = argc > 1 && strcmp(argv[1], "worker-error") == 0;
     pthread_t t;
     CHECK_EQ("create", pthread_create(&t, NULL, worker, NULL), 0);
     CHECK_EQ("join", pthread_join(t, NULL), 0);
