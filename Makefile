@@ -16,9 +16,9 @@ CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_
 LIB_SRCS := $(wildcard libcables/src/*.c pthread_shim/src/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
-LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o \
-             $(BUILD)/lib/cables/gomp.o $(BUILD)/lib/cables/openmp/libgomp.spec \
-             $(BUILD)/lib/cables/openmp/cables_omp.h $(BUILD)/lib/cables/openmp/flush_plugin.so
+LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o $(BUILD)/lib/cables/atomics.o \
+             $(BUILD)/lib/cables/cables_atomics.h $(BUILD)/lib/cables/flush_plugin.so \
+             $(BUILD)/lib/cables/gomp.o $(BUILD)/lib/cables/openmp/libgomp.spec
 RUN      := $(BUILD)/bin/cables-run
 CC_DRIVER := $(BUILD)/bin/cables-cc
 # how a program is linked against libcables (kept even if it names no symbol)
@@ -44,11 +44,16 @@ M4_NATIVE := $(patsubst %.C,$(BUILD)/native/%,$(M4_SRCS))
 OMP_SRCS   := $(wildcard tests/openmp/*.c apps/openmp/*.c bench/openmp/*.c)
 OMP_CABLES := $(patsubst %.c,$(BUILD)/%,$(OMP_SRCS))
 OMP_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(OMP_SRCS))
+# pthreads programs compiled (not only linked) with cables-cc into
+# build/<path>, and with cc into build/native/<path>
+DRV_SRCS   := $(wildcard tests/cc/*.c)
+DRV_CABLES := $(patsubst %.c,$(BUILD)/%,$(DRV_SRCS))
+DRV_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(DRV_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
 MULTI     := $(BUILD)/tests/multinode_tests
 
 all: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE) \
-     $(M4_CABLES) $(M4_NATIVE) $(OMP_CABLES) $(OMP_NATIVE)
+     $(M4_CABLES) $(M4_NATIVE) $(OMP_CABLES) $(OMP_NATIVE) $(DRV_CABLES) $(DRV_NATIVE)
 
 $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h pthread_shim/src/shim.h
 	@mkdir -p $(dir $@)
@@ -70,10 +75,14 @@ $(BUILD)/lib/cables/gomp.o: openmp/gomp.c libcables/include/cables.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Wextra -fPIC -Ilibcables/include -c $< -o $@
 
-# a GCC plugin cables-cc -fopenmp loads (built for this GCC, without the
+$(BUILD)/lib/cables/cables_atomics.h: libcables/link/cables_atomics.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# a GCC plugin cables-cc loads (built for this GCC, without the
 # sanitizers: it runs inside the compiler)
 GCC_PLUGIN_DIR := $(shell $(CC) -print-file-name=plugin)
-$(BUILD)/lib/cables/openmp/flush_plugin.so: openmp/flush_plugin.cc
+$(BUILD)/lib/cables/flush_plugin.so: libcables/link/flush_plugin.cc
 	@mkdir -p $(dir $@)
 	@test -f $(GCC_PLUGIN_DIR)/include/gcc-plugin.h || { echo "GCC's plugin headers are missing ($(GCC_PLUGIN_DIR)/include): bash scripts/setup.sh installs them" >&2; exit 1; }
 	$(CXX) -std=c++17 -O2 -fPIC -shared -fno-rtti -I$(GCC_PLUGIN_DIR)/include $< -o $@
@@ -125,6 +134,14 @@ $(M4_CABLES): $(BUILD)/%: $(BUILD)/m4/cables/%.c $(CC_DRIVER) $(LIB) $(LINK_OBJS
 $(M4_NATIVE): $(BUILD)/native/%: $(BUILD)/m4/native/%.c splash2/args.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Isplash2 -pthread $< -o $@ -lm
+
+$(DRV_CABLES): $(BUILD)/%: %.c $(CC_DRIVER) $(LIB) $(LINK_OBJS) tests/posix/check.h
+	@mkdir -p $(dir $@)
+	$(CC_DRIVER) -std=gnu11 $(OPT) -Wall -Wextra -pthread $< -o $@
+
+$(DRV_NATIVE): $(BUILD)/native/%: %.c tests/posix/check.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(OPT) $(SAN_FLAGS) -Wall -Wextra -pthread $< -o $@
 
 $(OMP_CABLES): $(BUILD)/%: %.c $(CC_DRIVER) $(LIB) $(LINK_OBJS) tests/posix/check.h
 	@mkdir -p $(dir $@)
@@ -180,9 +197,10 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 	install -m 755 $(LIB) $(PREFIX)/lib/libcables.so
 	install -m 644 libcables/include/cables.h $(PREFIX)/include/cables.h
 	install -d $(PREFIX)/lib/cables/openmp
-	install -m 644 $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o $(BUILD)/lib/cables/gomp.o $(PREFIX)/lib/cables/
-	install -m 644 openmp/libgomp.spec openmp/cables_omp.h $(PREFIX)/lib/cables/openmp/
-	install -m 755 $(BUILD)/lib/cables/openmp/flush_plugin.so $(PREFIX)/lib/cables/openmp/
+	install -m 644 $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o $(BUILD)/lib/cables/atomics.o \
+	    $(BUILD)/lib/cables/gomp.o libcables/link/cables_atomics.h $(PREFIX)/lib/cables/
+	install -m 755 $(BUILD)/lib/cables/flush_plugin.so $(PREFIX)/lib/cables/
+	install -m 644 openmp/libgomp.spec $(PREFIX)/lib/cables/openmp/
 	install -d $(PREFIX)/share/cables
 	install -m 644 m4macros/c.m4.cables m4macros/c.m4.pthreads $(PREFIX)/share/cables/
 	sed 's|^CABLES_LIBDIR=.*|CABLES_LIBDIR=$(abspath $(PREFIX))/lib|' tools/cables-run > $(PREFIX)/bin/cables-run

@@ -159,10 +159,10 @@ void atomic_feraiseexcept(int e)
 }
 
 /* A flush: `#pragma omp flush` (flush_plugin.cc), __sync_synchronize and
- * C11 fences (cables_omp.h) call it.  A cluster acquire and release: the
+ * C11 fences (cables_atomics.h) call it.  A cluster acquire and release: the
  * writes before it are seen by the threads that pass one after it. */
 static pthread_mutex_t flush_mutex = PTHREAD_MUTEX_INITIALIZER;
-void cables_omp_flush(void)
+void cables_flush(void)
 {
     pthread_mutex_lock(&flush_mutex);
     pthread_mutex_unlock(&flush_mutex);

@@ -1,15 +1,15 @@
-/* cables_omp.h: included ahead of every file `cables-cc -fopenmp` compiles
+/* cables_atomics.h: included ahead of every file cables-cc compiles
  * (-include).  -fno-inline-atomics makes GCC call the runtime for the
- * __atomic builtins (openmp/gomp.c: each under a cluster mutex), but not
+ * __atomic builtins (atomics.c: each under a cluster mutex), but not
  * for the older __sync builtins, atomic_flag's test-and-set and clear, nor
  * fences: those stay locked instructions, atomic in one node's memory only.
  * These macros put them on the __atomic builtins (and fences on the
  * runtime's flush), so that they work across nodes too.  C only (cables-cc
  * drives a C compiler); nothing for assembler sources. */
-#if !defined(CABLES_OMP_H) && !defined(__ASSEMBLER__) && !defined(__cplusplus)
-#define CABLES_OMP_H
+#if !defined(CABLES_ATOMICS_H) && !defined(__ASSEMBLER__) && !defined(__cplusplus)
+#define CABLES_ATOMICS_H
 
-void cables_omp_flush(void);
+void cables_flush(void);
 
 #define __atomic_test_and_set(p, mo)                                                  \
     __extension__({                                                                   \
@@ -18,7 +18,7 @@ void cables_omp_flush(void);
         cables_was_;                                                                  \
     })
 #define __atomic_clear(p, mo) __atomic_store_n((volatile unsigned char *)(p), (unsigned char)0, (mo))
-#define __atomic_thread_fence(mo) ((mo) == __ATOMIC_RELAXED ? (void)0 : cables_omp_flush())
+#define __atomic_thread_fence(mo) ((mo) == __ATOMIC_RELAXED ? (void)0 : cables_flush())
 
 #define __sync_fetch_and_add(p, v, ...) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define __sync_fetch_and_sub(p, v, ...) __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
@@ -47,6 +47,6 @@ void cables_omp_flush(void);
     })
 #define __sync_lock_test_and_set(p, v, ...) __atomic_exchange_n((p), (v), __ATOMIC_ACQUIRE)
 #define __sync_lock_release(p, ...) __atomic_store_n((p), 0, __ATOMIC_RELEASE)
-#define __sync_synchronize() cables_omp_flush()
+#define __sync_synchronize() cables_flush()
 
 #endif

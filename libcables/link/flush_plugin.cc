@@ -1,12 +1,12 @@
-// flush_plugin: a GCC plugin `cables-cc -fopenmp` loads.  GCC compiles
+// flush_plugin: a GCC plugin cables-cc loads for every file.  GCC compiles
 // `#pragma omp flush` to a machine fence (its __sync_synchronize, or for a
 // flush with a memory order __atomic_thread_fence), which orders one
 // node's memory only: a flag written and flushed on one node, polled and
 // flushed on another, would never be seen.  This pass, run on each
 // function as soon as it has a control-flow graph (before the OpenMP
 // regions are outlined), turns each such fence into a call of the
-// runtime's cables_omp_flush (openmp/gomp.c: a cluster acquire and
-// release), as cables_omp.h does for the fences the program writes itself.
+// runtime's cables_flush (atomics.c: a cluster acquire and release), as
+// cables_atomics.h does for the fences the program writes itself.
 #include "gcc-plugin.h"
 #include "plugin-version.h"
 
@@ -35,7 +35,7 @@ namespace {
 tree flush_decl()
 {
     if (!flush_fn) {
-        flush_fn = build_fn_decl("cables_omp_flush",
+        flush_fn = build_fn_decl("cables_flush",
                                  build_function_type_list(void_type_node, NULL_TREE));
         DECL_EXTERNAL(flush_fn) = 1;
         TREE_PUBLIC(flush_fn) = 1;
