@@ -70,6 +70,8 @@ int cb_thread_wait(pthread_t t);
  * the program's threads, and none of them ends the process from a runtime
  * thread that the end needs */
 void cb_block_process_signals(void);
+/* those signals: all but the ones a thread's own faults raise */
+void cb_process_signals(sigset_t *set);
 void *cb_libc(const char *name); /* libc's definition of name, past the shim's */
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
 void cb_futex_wake(_Atomic uint32_t *w);

@@ -101,7 +101,14 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     }
     setenv("OMPI_MCA_memory", "^patcher", 1);
     app_main = main;
+    /* the threads Open MPI, PMIx and UCX start in there inherit a mask
+     * that takes no signal sent to the process: its handlers run on the
+     * program's threads (or a node's main thread) */
+    sigset_t procs, was;
+    cb_process_signals(&procs);
+    pthread_sigmask(SIG_BLOCK, &procs, &was);
     cb_node_start(&argc, &argv);
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
     if (cb.self != 0)
         cb_node_serve(); /* does not return; the program's destructors never run here */
     cb_thread_main_start();

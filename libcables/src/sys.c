@@ -161,13 +161,10 @@ int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
      * begins with the process's signals blocked (the runtime's threads keep
      * them so; a program's thread, placed here by the communication thread,
      * takes its creator's mask where the program's code begins: thread.c) */
-    sigset_t none, was;
-    sigfillset(&none);
-    static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
-    for (size_t i = 0; i < sizeof sync_sigs / sizeof *sync_sigs; i++)
-        sigdelset(&none, sync_sigs[i]);
+    sigset_t procs, was;
+    cb_process_signals(&procs);
     if (!cb_app_thread)
-        pthread_sigmask(SIG_SETMASK, &none, &was);
+        pthread_sigmask(SIG_SETMASK, &procs, &was);
     int rc = create(t, &a, fn, arg);
     if (!cb_app_thread)
         pthread_sigmask(SIG_SETMASK, &was, NULL);
@@ -175,14 +172,19 @@ int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
     return rc;
 }
 
-void cb_block_process_signals(void)
+void cb_process_signals(sigset_t *set)
 {
-    sigset_t all;
-    sigfillset(&all);
+    sigfillset(set);
     static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
     for (size_t i = 0; i < sizeof sync_sigs / sizeof *sync_sigs; i++)
-        sigdelset(&all, sync_sigs[i]);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+        sigdelset(set, sync_sigs[i]);
+}
+
+void cb_block_process_signals(void)
+{
+    sigset_t procs;
+    cb_process_signals(&procs);
+    pthread_sigmask(SIG_BLOCK, &procs, NULL);
 }
 
 int cb_thread_wait(pthread_t t)
