@@ -1,6 +1,6 @@
 /* messages.c: what libc writes for the program without its stdio's
  * wrapped entry points: dprintf and vdprintf (a FILE of libc's own on the
- * descriptor), perror, the err.h family (warn, err...) and GNU error and
+ * descriptor), perror, psignal, the err.h family (warn, err...) and GNU error and
  * error_at_line (libc's inner fprintf on stderr).  On a node other than
  * the master, a descriptor is the master's and stderr, once the program
  * moved it (io.c, remote.c), is too; libc's versions wrote to this node's
@@ -11,6 +11,7 @@
  * formatted text. */
 #include <err.h>
 #include <errno.h>
+#include <signal.h>
 #include <error.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -136,6 +137,27 @@ void perror(const char *s)
     else
         say(strerror(e), NULL, false, 0);
     errno = e;
+}
+
+void psignal(int sig, const char *s)
+{
+    if (!remote_stderr()) {
+        REAL(psignal)(sig, s);
+        return;
+    }
+    const char *d = sig >= 0 && sig < NSIG ? sigdescr_np(sig) : NULL;
+    char unknown[32];
+    if (!d) {
+        snprintf(unknown, sizeof unknown, "Unknown signal %d", sig);
+        d = unknown;
+    }
+    size_t len = (s ? strlen(s) : 0) + 3;
+    char *head = malloc(len);
+    if (head) {
+        snprintf(head, len, s && *s ? "%s: " : "", s);
+        say(head, d, false, 0);
+        free(head);
+    }
 }
 
 /* err.h's "name: fmt: error"; with no fmt, "name: error" */

@@ -13,6 +13,7 @@
 #include <err.h>
 #include <error.h>
 #include <fcntl.h>
+#include <signal.h>
 
 #include "check.h"
 
@@ -37,6 +38,7 @@ static void *worker(void *arg)
     errno = EACCES;
     warn("w-warn");
     error(0, ENOENT, "w-error %d", 4);
+    psignal(SIGUSR1, "w-psignal");
     fflush(stderr);
     return NULL;
 }
@@ -123,9 +125,10 @@ int main(void)
     contents(err_path, buf, sizeof buf);
     char want_err[1024];
     snprintf(want_err, sizeof want_err,
-             "w-stderr\nw-write2\nw-perror: %s\n%s: w-warnx 3\n%s: w-warn: %s\n%s: w-error 4: %s\n",
+             "w-stderr\nw-write2\nw-perror: %s\n%s: w-warnx 3\n%s: w-warn: %s\n%s: w-error 4: %s\n"
+             "w-psignal: %s\n",
              strerror(ENOENT), program_invocation_short_name, program_invocation_short_name,
-             strerror(EACCES), program_invocation_name, strerror(ENOENT));
+             strerror(EACCES), program_invocation_name, strerror(ENOENT), strsignal(SIGUSR1));
     CHECK("stderr_file", !strcmp(buf, want_err));
     if (strcmp(buf, want_err))
         fprintf(stderr, "redirect: stderr file [%s]\n", buf);
