@@ -505,6 +505,21 @@ int shim_count(char *const v[])
     return n;
 }
 
+size_t shim_strings_len(char *const v[], int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += strlen(v[i]) + 1;
+    return len;
+}
+
+char *shim_strings_put(char *p, char *const v[], int n)
+{
+    for (int i = 0; i < n; i++)
+        p = stpcpy(p, v[i]) + 1;
+    return p;
+}
+
 static bool skipped(const char *s, const char *const skip[])
 {
     for (int j = 0; skip && skip[j]; j++)
@@ -591,19 +606,11 @@ static int exec_any(const char *file, char *const argv[], char *const envp[], bo
     }
     bool own = envp == PROCESS_ENV;
     int nargs = shim_count(argv), nenv = own ? 0 : shim_count(envp);
-    size_t len = strlen(file) + 1;
-    for (int i = 0; i < nargs; i++)
-        len += strlen(argv[i]) + 1;
-    for (int i = 0; i < nenv; i++)
-        len += strlen(envp[i]) + 1;
-    char *buf = __libc_malloc(len), *p = buf;
+    size_t len = strlen(file) + 1 + shim_strings_len(argv, nargs) + shim_strings_len(envp, nenv);
+    char *buf = __libc_malloc(len);
     if (!buf)
         return errno = ENOMEM, -1;
-    p = stpcpy(p, file) + 1;
-    for (int i = 0; i < nargs; i++)
-        p = stpcpy(p, argv[i]) + 1;
-    for (int i = 0; i < nenv; i++)
-        p = stpcpy(p, envp[i]) + 1;
+    shim_strings_put(shim_strings_put(stpcpy(buf, file) + 1, argv, nargs), envp, nenv);
     shim_rs_exec(buf, len, nargs, own ? -1 : nenv, search); /* returns only on failure */
     int err = errno;
     __libc_free(buf);

@@ -129,6 +129,10 @@ void *shim_malloc(size_t n) __asm__("malloc");
  * one of skip's prefixes; NULL where out of memory */
 int shim_count(char *const v[]);
 char **shim_private_copy(char *const v[], const char *const skip[]);
+/* for a request: the bytes of n strings of v, each with its NUL; and them
+ * copied at p one after the other (the end returned) */
+size_t shim_strings_len(char *const v[], int n);
+char *shim_strings_put(char *p, char *const v[], int n);
 /* a call made at the master (cb_rsys): op and its arguments; argument a is
  * a buffer of n bytes, sent (RSYS_IN) or written back (RSYS_OUT); a NULL
  * one is left alone */

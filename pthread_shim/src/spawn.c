@@ -147,11 +147,8 @@ static int spawn_at_master(pid_t *pid, const char *file, const posix_spawn_file_
         posix_spawnattr_getsigmask(attr, &q.sigmask);
     }
     pthread_sigmask(SIG_BLOCK, NULL, &q.caller_mask); /* the child's, unless the attributes say */
-    size_t len = sizeof q + (size_t)nacts * sizeof(struct action) + strlen(file) + 1;
-    for (int i = 0; i < q.nargs; i++)
-        len += strlen(argv[i]) + 1;
-    for (int i = 0; i < q.nenv; i++)
-        len += strlen(envp[i]) + 1;
+    size_t len = sizeof q + (size_t)nacts * sizeof(struct action) + strlen(file) + 1 +
+                 shim_strings_len(argv, q.nargs) + shim_strings_len(envp, q.nenv);
     for (int i = 0; i < nacts; i++)
         if (path_of(&g[i]))
             len += strlen(path_of(&g[i])) + 1;
@@ -161,11 +158,7 @@ static int spawn_at_master(pid_t *pid, const char *file, const posix_spawn_file_
     memcpy(buf, &q, sizeof q);
     struct action *acts = (struct action *)(void *)(buf + sizeof q);
     char *p = (char *)(acts + nacts);
-    p = put(p, file);
-    for (int i = 0; i < q.nargs; i++)
-        p = put(p, argv[i]);
-    for (int i = 0; i < q.nenv; i++)
-        p = put(p, envp[i]);
+    p = shim_strings_put(shim_strings_put(put(p, file), argv, q.nargs), envp, q.nenv);
     for (int i = 0; i < nacts; i++) {
         acts[i] = decode(&g[i]);
         if (path_of(&g[i]))
