@@ -72,6 +72,9 @@ int cb_thread_wait(pthread_t t);
 void cb_block_process_signals(void);
 /* those signals: all but the ones a thread's own faults raise */
 void cb_process_signals(sigset_t *set);
+/* start.c: the runtime's end registered as an exit handler (head.o's first
+ * constructor, else cables_main) */
+void cables_register_end(void);
 void *cb_libc(const char *name); /* libc's definition of name, past the shim's */
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
 void cb_futex_wake(_Atomic uint32_t *w);

@@ -29,6 +29,21 @@ static void *run_main(void *unused)
 
 static void at_exit(void) { cb_node_finish(); }
 
+/* The runtime's end as an exit handler: registered before the program's
+ * constructors run (head.o's first constructor calls this), so that it
+ * runs after the handlers they register (C++ static destructors) and
+ * those read the shared data they need while the runtime still runs;
+ * else when main starts.  The master only: other nodes run no
+ * constructor, and end in cb_node_serve. */
+void cables_register_end(void)
+{
+    static bool done;
+    if (!done && cb.self == 0) {
+        done = true;
+        atexit(at_exit);
+    }
+}
+
 int cb_exit_status;
 
 /* The program's exit status, for cb_node_finish (an atexit handler does not
@@ -50,7 +65,7 @@ void exit(int status)
 
 static int cables_main(int argc, char **argv, char **envp)
 {
-    atexit(at_exit);
+    cables_register_end();
     app_argc = argc;
     app_argv = argv;
     app_envp = envp;

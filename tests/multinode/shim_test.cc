@@ -264,6 +264,10 @@ TEST_P(ExitHandlers, RegisteredOnNodeOneRunAtTheMaster)
     EXPECT_NE(res.output.find("EXIT on_exit ran status=0 arg=43"), std::string::npos)
         << res.describe();
     EXPECT_NE(res.output.find("EXIT atexit ran"), std::string::npos) << res.describe();
+    // a handler a constructor registered runs while the runtime still
+    // fetches what node 1 wrote (before: after it stopped, status 2)
+    EXPECT_NE(res.output.find("EXIT ctor handler sum=1999000"), std::string::npos)
+        << res.describe();
 }
 
 // exit(5) in that thread on node 1 ends the process at the master: the

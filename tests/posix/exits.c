@@ -3,7 +3,9 @@
  * returns, on_exit's with main's status and the argument the thread gave,
  * a value main wrote after the thread ended.  They print "EXIT atexit ran"
  * and "EXIT on_exit ran status=0 arg=43" after the RESULT line (the test
- * reads them).  With the argument "worker-exits" the thread then calls
+ * reads them), then "EXIT ctor handler sum=1999000" from a handler a
+ * constructor registered, which reads a list the thread built.  With the
+ * argument "worker-exits" the thread then calls
  * exit(5) while main waits in join: the process ends with status 5, the
  * handlers print status=5 arg=42, and there is no RESULT line; with
  * "worker-error", the thread's GNU error(6, 0, ...) does the same with
@@ -22,6 +24,25 @@ static int worker_exits, worker_error;
 
 static void at_exit_handler(void) { printf("EXIT atexit ran\n"); }
 
+/* registered by a constructor, before main: it reads a list the thread
+ * built (on 2 nodes its blocks are homed on node 1), as a C++ static
+ * object's destructor reads what it holds.  Before, such a handler ran
+ * after the runtime had stopped at the master, and the run died (status 2:
+ * "shared page ... accessed after the node left the cluster"). */
+struct item {
+    struct item *next;
+    int v;
+};
+static struct item *list;
+static void ctor_handler(void)
+{
+    long sum = 0;
+    for (struct item *i = list; i; i = i->next)
+        sum += i->v;
+    printf("EXIT ctor handler sum=%ld\n", sum);
+}
+__attribute__((constructor)) static void register_early(void) { atexit(ctor_handler); }
+
 static void on_exit_handler(int status, void *arg)
 {
     printf("EXIT on_exit ran status=%d arg=%d\n", status, *(int *)arg);
@@ -31,6 +52,14 @@ static void *worker(void *unused)
 {
     (void)unused;
     value = 42;
+    for (int k = 0; k < 2000; k++) {
+        struct item *i = malloc(sizeof *i);
+        if (!i)
+            break;
+        i->v = k;
+        i->next = list;
+        list = i;
+    }
     CHECK_EQ("atexit", atexit(at_exit_handler), 0);
     CHECK_EQ("on_exit", on_exit(on_exit_handler, &value), 0);
     if (worker_exits)
