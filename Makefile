@@ -49,11 +49,17 @@ OMP_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(OMP_SRCS))
 DRV_SRCS   := $(wildcard tests/cc/*.c)
 DRV_CABLES := $(patsubst %.c,$(BUILD)/%,$(DRV_SRCS))
 DRV_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(DRV_SRCS))
+# C++ pthreads programs: compiled once with c++, linked natively with c++
+# and relinked with cables-cc (and libstdc++)
+CXX_SRCS   := $(wildcard tests/cxx/*.cc)
+CXX_CABLES := $(patsubst %.cc,$(BUILD)/%,$(CXX_SRCS))
+CXX_NATIVE := $(patsubst %.cc,$(BUILD)/native/%,$(CXX_SRCS))
 UNIT      := $(BUILD)/tests/unit_tests
 MULTI     := $(BUILD)/tests/multinode_tests
 
 all: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE) \
-     $(M4_CABLES) $(M4_NATIVE) $(OMP_CABLES) $(OMP_NATIVE) $(DRV_CABLES) $(DRV_NATIVE)
+     $(M4_CABLES) $(M4_NATIVE) $(OMP_CABLES) $(OMP_NATIVE) $(DRV_CABLES) $(DRV_NATIVE) \
+     $(CXX_CABLES) $(CXX_NATIVE)
 
 $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h pthread_shim/src/shim.h
 	@mkdir -p $(dir $@)
@@ -134,6 +140,20 @@ $(M4_CABLES): $(BUILD)/%: $(BUILD)/m4/cables/%.c $(CC_DRIVER) $(LIB) $(LINK_OBJS
 $(M4_NATIVE): $(BUILD)/native/%: $(BUILD)/m4/native/%.c splash2/args.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) -Wall -Isplash2 -pthread $< -o $@ -lm
+
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(OPT) -Wall -Wextra -pthread -c $< -o $@
+
+$(CXX_NATIVE): $(BUILD)/native/%: $(BUILD)/obj/%.o
+	@mkdir -p $(dir $@)
+	$(CXX) $(SAN_FLAGS) -pthread $< -o $@
+
+$(CXX_CABLES): $(BUILD)/%: $(BUILD)/obj/%.o $(CC_DRIVER) $(LIB) $(LINK_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC_DRIVER) -pthread $< -o $@ -lstdc++ -lm
+
+.SECONDARY: $(patsubst %.cc,$(BUILD)/obj/%.o,$(CXX_SRCS))
 
 $(DRV_CABLES): $(BUILD)/%: %.c $(CC_DRIVER) $(LIB) $(LINK_OBJS) tests/posix/check.h
 	@mkdir -p $(dir $@)

@@ -134,6 +134,12 @@ INSTANTIATE_TEST_SUITE_P(TwoNodes, Posix, ::testing::ValuesIn(posix_cases()),
                              return std::string(i.param.name) + "_" + i.param.transport;
                          });
 
+// "2nodes_shm": a test name from (nodes, transport)
+std::string nodes_transport_name(const ::testing::TestParamInfo<std::tuple<int, const char *>> &i)
+{
+    return std::to_string(std::get<0>(i.param)) + "nodes_" + std::get<1>(i.param);
+}
+
 // A pthreads program compiled with cables-cc (tests/cc/): its atomics are
 // calls of the runtime, each under a cluster mutex (libcables/link/
 // atomics.c), so threads on every node looping at once lose no update and a
@@ -157,10 +163,32 @@ TEST_P(Compiled, AtomicsHoldAcrossNodes)
 
 INSTANTIATE_TEST_SUITE_P(Driver, Compiled,
                          ::testing::Combine(::testing::Values(2, 4), ::testing::Values("shm", "tcp")),
-                         [](const ::testing::TestParamInfo<std::tuple<int, const char *>> &i) {
-                             return std::to_string(std::get<0>(i.param)) + "nodes_" +
-                                    std::get<1>(i.param);
-                         });
+                         nodes_transport_name);
+
+// A C++ program compiled with c++ and relinked (tests/cxx/threads.cc):
+// std::thread, mutex, condition_variable, async, exceptions and
+// thread_local on every node, and a global std::map whose destructor, at
+// exit, reads the entries threads of other nodes made (before, it ran
+// after the runtime's end and the run ended with status 2).
+class Cxx : public ::testing::TestWithParam<std::tuple<int, const char *>> {};
+
+TEST_P(Cxx, RelinkedProgramGivesTheNativeResult)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const auto [nodes, transport] = GetParam();
+    auto want = native_result("tests/cxx/threads", {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(nodes, transport, relinked("tests/cxx/threads"), {});
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r, want) << res.describe();
+    EXPECT_NE(res.output.find("EXIT registry entries=400 chars=6760"), std::string::npos)
+        << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Relinked, Cxx,
+                         ::testing::Combine(::testing::Values(2, 4), ::testing::Values("shm", "tcp")),
+                         nodes_transport_name);
 
 // On one node that no node can join, barriers are met without the
 // communication thread (barrier.c): the conformance programs that use
