@@ -1,6 +1,7 @@
 /* start.c: how a relinked program starts.  libc's __libc_start_main is
- * wrapped: every node runs the program's constructors; the master then
- * runs main, every other node serves the runtime until the master ends.
+ * wrapped: the master runs the program's constructors (they initialize
+ * its shared data, once) and main; every other node serves the runtime
+ * until the master ends.
  * Nodes of a multi-node run re-execute themselves once with address space
  * randomization off, so that code and data have the same addresses in
  * every node (a function pointer means the same thing everywhere). */
@@ -12,6 +13,21 @@
 #include <unistd.h>
 
 #include "internal.h"
+
+/* C++'s standard streams on a node other than the master.  std::cout and
+ * its kin are libstdc++'s objects copied into the program's per-node data;
+ * libstdc++ before GCC 13 constructs them in the program's constructors
+ * (each <iostream> file's ios_base::Init object), which run at the master
+ * only, so a thread here found them unconstructed (its first `cout <<`
+ * died of SIGSEGV).  ios_base::Init's constructor makes them once; a later
+ * libstdc++, which made them at its load, only counts one more user. */
+static void cxx_streams(void)
+{
+    void (*init)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "_ZNSt8ios_base4InitC1Ev");
+    static char ios_init; /* an empty object: its address only */
+    if (init)
+        init(&ios_init);
+}
 
 typedef int (*main_fn)(int, char **, char **);
 static main_fn app_main;
@@ -124,8 +140,10 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     pthread_sigmask(SIG_BLOCK, &procs, &was);
     cb_node_start(&argc, &argv);
     pthread_sigmask(SIG_SETMASK, &was, NULL);
-    if (cb.self != 0)
+    if (cb.self != 0) {
+        cxx_streams();
         cb_node_serve(); /* does not return; the program's destructors never run here */
+    }
     cb_thread_main_start();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -3,12 +3,15 @@
 // exceptions thrown and caught on any node, thread_local objects, and a
 // global std::map whose destructor runs at exit (after main) and reads the
 // nodes the threads allocated (on 2 nodes, homed on node 1).  The RESULT
-// line must equal the native one; the destructor's line follows it.
-// (Before, at 2 nodes, that destructor ran after the runtime had stopped
-// and the run ended with status 2.)
+// line must equal the native one; the destructor's line follows it; each
+// thread prints a line with std::cout.  (Before, at 2 nodes, that
+// destructor ran after the runtime had stopped and the run ended with
+// status 2, and a thread on node 1 died at its first use of std::cout,
+// which only the master's constructors had made.)
 #include <condition_variable>
 #include <cstdio>
 #include <future>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -53,6 +56,7 @@ void work(int i)
     } catch (const std::runtime_error &e) {
         threw = std::string(e.what()).find("odd thread") == 0;
     }
+    std::cout << ("cout from thread " + std::to_string(i) + "\n") << std::flush;
     std::unique_lock<std::mutex> l(mu);
     total += s;
     caught += threw;

@@ -167,9 +167,10 @@ INSTANTIATE_TEST_SUITE_P(Driver, Compiled,
 
 // A C++ program compiled with c++ and relinked (tests/cxx/threads.cc):
 // std::thread, mutex, condition_variable, async, exceptions and
-// thread_local on every node, and a global std::map whose destructor, at
-// exit, reads the entries threads of other nodes made (before, it ran
-// after the runtime's end and the run ended with status 2).
+// thread_local and std::cout on every node, and a global std::map whose
+// destructor, at exit, reads the entries threads of other nodes made
+// (before, it ran after the runtime's end and the run ended with status 2;
+// and a thread on node 1 died at its first std::cout).
 class Cxx : public ::testing::TestWithParam<std::tuple<int, const char *>> {};
 
 TEST_P(Cxx, RelinkedProgramGivesTheNativeResult)
@@ -184,6 +185,9 @@ TEST_P(Cxx, RelinkedProgramGivesTheNativeResult)
     EXPECT_EQ(r, want) << res.describe();
     EXPECT_NE(res.output.find("EXIT registry entries=400 chars=6760"), std::string::npos)
         << res.describe();
+    for (int i = 0; i < 4; i++) // std::cout on every node
+        EXPECT_NE(res.output.find("cout from thread " + std::to_string(i) + "\n"), std::string::npos)
+            << res.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Relinked, Cxx,
