@@ -49,6 +49,10 @@ OMP_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(OMP_SRCS))
 DRV_SRCS   := $(wildcard tests/cc/*.c)
 DRV_CABLES := $(patsubst %.c,$(BUILD)/%,$(DRV_SRCS))
 DRV_NATIVE := $(patsubst %.c,$(BUILD)/native/%,$(DRV_SRCS))
+# (and C++20 ones, with libstdc++)
+DRVXX_SRCS   := $(wildcard tests/cc/*.cc)
+DRVXX_CABLES := $(patsubst %.cc,$(BUILD)/%,$(DRVXX_SRCS))
+DRVXX_NATIVE := $(patsubst %.cc,$(BUILD)/native/%,$(DRVXX_SRCS))
 # C++ pthreads programs: compiled once with c++, linked natively with c++
 # and relinked with cables-cc (and libstdc++)
 CXX_SRCS   := $(wildcard tests/cxx/*.cc)
@@ -59,7 +63,7 @@ MULTI     := $(BUILD)/tests/multinode_tests
 
 all: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER) $(PROGS) $(PT_CABLES) $(PT_NATIVE) \
      $(M4_CABLES) $(M4_NATIVE) $(OMP_CABLES) $(OMP_NATIVE) $(DRV_CABLES) $(DRV_NATIVE) \
-     $(CXX_CABLES) $(CXX_NATIVE)
+     $(CXX_CABLES) $(CXX_NATIVE) $(DRVXX_CABLES) $(DRVXX_NATIVE)
 
 $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/include/cables.h pthread_shim/src/shim.h
 	@mkdir -p $(dir $@)
@@ -162,6 +166,14 @@ $(DRV_CABLES): $(BUILD)/%: %.c $(CC_DRIVER) $(LIB) $(LINK_OBJS) tests/posix/chec
 $(DRV_NATIVE): $(BUILD)/native/%: %.c tests/posix/check.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(OPT) $(SAN_FLAGS) -Wall -Wextra -pthread $< -o $@
+
+$(DRVXX_CABLES): $(BUILD)/%: %.cc $(CC_DRIVER) $(LIB) $(LINK_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC_DRIVER) -std=c++20 $(OPT) -Wall -Wextra -pthread $< -o $@ -lstdc++
+
+$(DRVXX_NATIVE): $(BUILD)/native/%: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 $(OPT) $(SAN_FLAGS) -Wall -Wextra -pthread $< -o $@
 
 $(OMP_CABLES): $(BUILD)/%: %.c $(CC_DRIVER) $(LIB) $(LINK_OBJS) tests/posix/check.h
 	@mkdir -p $(dir $@)

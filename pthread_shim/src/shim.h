@@ -70,6 +70,7 @@ void shim_big_free(void *p);
  * invalidates it otherwise), the random number generators' seeds (rand.c) */
 #define SHIM_PROGRAM_MAPS 0
 #define SHIM_PROGRAM_ATFORK 64 /* the program's fork handlers (process.c) */
+#define SHIM_PROGRAM_FUTEX 1024 /* the cluster locks of futex words (futex.c) */
 #define SHIM_PROGRAM_SEEDS (4096 - 8)
 /* one cluster lock for the program's rare process-wide changes (the
  * mappings' table, a seeding): the first word of cb.program */
