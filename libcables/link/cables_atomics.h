@@ -4,16 +4,25 @@
  * for the older __sync builtins, atomic_flag's test-and-set and clear, nor
  * fences: those stay locked instructions, atomic in one node's memory only.
  * These macros put them on the __atomic builtins (and fences on the
- * runtime's flush), so that they work across nodes too.  C only (cables-cc
- * drives a C compiler); nothing for assembler sources. */
-#if !defined(CABLES_ATOMICS_H) && !defined(__ASSEMBLER__) && !defined(__cplusplus)
+ * runtime's flush), so that they work across nodes too.  Nothing for
+ * assembler sources. */
+#if !defined(CABLES_ATOMICS_H) && !defined(__ASSEMBLER__)
 #define CABLES_ATOMICS_H
 
+/* C and C++ alike (a C++ atomic_flag's test_and_set is GCC's builtin too) */
+#ifdef __cplusplus
+extern "C" void cables_flush(void);
+#define CABLES_BOOL_ bool
+#define CABLES_AUTO_ auto
+#else
 void cables_flush(void);
+#define CABLES_BOOL_ _Bool
+#define CABLES_AUTO_ __auto_type
+#endif
 
 #define __atomic_test_and_set(p, mo)                                                  \
     __extension__({                                                                   \
-        _Bool cables_was_ =                                                           \
+        CABLES_BOOL_ cables_was_ =                                                           \
             __atomic_exchange_n((volatile unsigned char *)(p), (unsigned char)1, (mo)); \
         cables_was_;                                                                  \
     })
@@ -34,13 +43,13 @@ void cables_flush(void);
 #define __sync_nand_and_fetch(p, v, ...) __atomic_nand_fetch((p), (v), __ATOMIC_SEQ_CST)
 #define __sync_bool_compare_and_swap(p, o, n, ...)                                     \
     __extension__({                                                                     \
-        __auto_type cables_old_ = (__typeof__(*(p)))(o); /* (not volatile) */          \
+        CABLES_AUTO_ cables_old_ = (__typeof__(*(p)))(o); /* (not volatile) */          \
         __atomic_compare_exchange_n((p), &cables_old_, (n), 0, __ATOMIC_SEQ_CST,        \
                                     __ATOMIC_SEQ_CST);                                  \
     })
 #define __sync_val_compare_and_swap(p, o, n, ...)                                      \
     __extension__({                                                                     \
-        __auto_type cables_old_ = (__typeof__(*(p)))(o);                                \
+        CABLES_AUTO_ cables_old_ = (__typeof__(*(p)))(o);                                \
         __atomic_compare_exchange_n((p), &cables_old_, (n), 0, __ATOMIC_SEQ_CST,        \
                                     __ATOMIC_SEQ_CST);                                  \
         cables_old_;                                                                    \

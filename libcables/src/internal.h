@@ -75,6 +75,8 @@ void cb_process_signals(sigset_t *set);
 /* start.c: the runtime's end registered as an exit handler (head.o's first
  * constructor, else cables_main) */
 void cables_register_end(void);
+/* start.c: C++'s standard streams made on a node other than the master */
+void cb_cxx_streams(void);
 void *cb_libc(const char *name); /* libc's definition of name, past the shim's */
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
 void cb_futex_wake(_Atomic uint32_t *w);

@@ -20,8 +20,10 @@
  * (each <iostream> file's ios_base::Init object), which run at the master
  * only, so a thread here found them unconstructed (its first `cout <<`
  * died of SIGSEGV).  ios_base::Init's constructor makes them once; a later
- * libstdc++, which made them at its load, only counts one more user. */
-static void cxx_streams(void)
+ * libstdc++, which made them at its load, only counts one more user.
+ * Called by cb_node_start before the communication thread, which starts
+ * the program's threads here, runs. */
+void cb_cxx_streams(void)
 {
     void (*init)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "_ZNSt8ios_base4InitC1Ev");
     static char ios_init; /* an empty object: its address only */
@@ -54,7 +56,8 @@ static void at_exit(void) { cb_node_finish(); }
 void cables_register_end(void)
 {
     static bool done;
-    if (!done && cb.self == 0) {
+    /* (not from a library's constructor, before the runtime started) */
+    if (!done && app_main && cb.self == 0) {
         done = true;
         atexit(at_exit);
     }
@@ -141,7 +144,6 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     cb_node_start(&argc, &argv);
     pthread_sigmask(SIG_SETMASK, &was, NULL);
     if (cb.self != 0) {
-        cxx_streams();
         cb_node_serve(); /* does not return; the program's destructors never run here */
     }
     cb_thread_main_start();

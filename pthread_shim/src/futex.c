@@ -10,10 +10,16 @@
  * - FUTEX_WAIT and FUTEX_WAIT_BITSET read the word after an acquire of
  *   the cluster lock of its address, so writes released by a wake are
  *   seen; unequal: EAGAIN.  Else the thread waits on its node's copy (its
- *   node's wake ends that at once) for a step growing from 0.1 to 5 ms,
- *   acquires the lock again, and returns 0: a wake, which the kernel may
- *   give without one too (callers check the word again), or ETIMEDOUT
- *   once the deadline passed.
+ *   node's wake ends that at once) for steps growing from 0.1 to 5 ms,
+ *   reading the word so after each, and returns 0 once it changed (or a
+ *   wake of its node came), ETIMEDOUT at the deadline, EINTR when a
+ *   signal's handler ran.
+ *   Another node's change is seen once that node released it: through its
+ *   FUTEX_WAKE, or any other release of its (an unlock, a barrier, its
+ *   thread's end); a waker that skips FUTEX_WAKE because its node's copy
+ *   showed no waiter (relinked code, whose atomics are its node's) may
+ *   leave the waiter to its next release.  Code compiled with cables-cc
+ *   makes its atomics across nodes.
  * - FUTEX_WAKE and FUTEX_WAKE_BITSET release through that lock first (the
  *   waker's writes before the wake reach the homes), then wake the
  *   node's own waiters.
@@ -66,45 +72,52 @@ static bool ours(const void *addr)
 
 /* the deadline of a wait in CLOCK_MONOTONIC ns (-1: none): relative for
  * FUTEX_WAIT, absolute for FUTEX_WAIT_BITSET (on CLOCK_REALTIME with
- * FUTEX_CLOCK_REALTIME) */
+ * FUTEX_CLOCK_REALTIME); -2: an invalid time */
 static int64_t deadline(int op, const struct timespec *t)
 {
     if (!t)
         return -1;
-    if ((op & FUTEX_CMD_MASK) == FUTEX_WAIT)
+    if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)
+        return -2;
+    if ((op & FUTEX_CMD_MASK) == FUTEX_WAIT) {
+        if (t->tv_sec > 100LL * 365 * 86400) /* a century: none */
+            return -1;
         return (int64_t)cb_now_ns() + t->tv_sec * 1000000000LL + t->tv_nsec;
+    }
     return shim_deadline(op & FUTEX_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC, t);
+}
+
+/* the word after an acquire of its lock (and a release) */
+static uint32_t fresh(uint32_t *addr)
+{
+    cables_lock(lock_of(addr));
+    uint32_t v = *(volatile uint32_t *)addr;
+    cables_unlock(lock_of(addr));
+    return v;
 }
 
 static long futex_wait(uint32_t *addr, int op, uint32_t val, const struct timespec *t)
 {
-    if (t && (t->tv_nsec < 0 || t->tv_nsec >= 1000000000L))
-        return errno = EINVAL, -1;
     int64_t end = deadline(op, t);
-    cables_lock(lock_of(addr));
-    uint32_t now = *(volatile uint32_t *)addr;
-    cables_unlock(lock_of(addr));
-    static __thread int64_t step; /* grows while the word stays as it was */
-    if (now != val) {
-        step = 0;
+    if (end == -2)
+        return errno = EINVAL, -1;
+    if (fresh(addr) != val)
         return errno = EAGAIN, -1;
+    for (int64_t step = 100000;; step = step * 2 > 5000000 ? 5000000 : step * 2) {
+        int64_t left = end < 0 ? step : end - (int64_t)cb_now_ns();
+        if (left <= 0)
+            return errno = ETIMEDOUT, -1;
+        int64_t ns = left < step ? left : step;
+        struct timespec s = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+        long r = libc_syscall()(SYS_futex, addr, FUTEX_WAIT | (op & FUTEX_PRIVATE_FLAG), val, &s, NULL, 0);
+        int e = errno;
+        if (r < 0 && e == EFAULT) /* the copy went meanwhile (not a cancellation point) */
+            libc_syscall()(SYS_nanosleep, &s, NULL);
+        if (fresh(addr) != val || r == 0) /* changed, or woken on this node */
+            return 0;
+        if (r < 0 && e == EINTR)
+            return errno = EINTR, -1;
     }
-    step = step ? step : 100000;
-    int64_t left = end < 0 ? step : end - (int64_t)cb_now_ns();
-    if (left <= 0)
-        return errno = ETIMEDOUT, -1;
-    int64_t ns = left < step ? left : step;
-    struct timespec s = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
-    long r = real_syscall(SYS_futex, addr, FUTEX_WAIT | (op & FUTEX_PRIVATE_FLAG), val, &s, NULL, 0);
-    if (r < 0 && errno == EFAULT) /* the copy went meanwhile */
-        nanosleep(&s, NULL);
-    step = step * 2 > 5000000 ? 5000000 : step * 2;
-    if (r == 0) /* woken on this node */
-        step = 0;
-    pass(addr);
-    if (end >= 0 && (int64_t)cb_now_ns() >= end)
-        return errno = ETIMEDOUT, -1;
-    return 0;
 }
 
 long syscall(long nr, ...)
@@ -125,7 +138,7 @@ long syscall(long nr, ...)
         case FUTEX_WAKE:
         case FUTEX_WAKE_BITSET: {
             pass(addr);
-            long r = real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+            long r = libc_syscall()(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
             return r < 0 && errno == EFAULT ? 0 : r;
         }
         }

@@ -5,7 +5,7 @@
 // nodes (pthread_shim/src/futex.c).  Compiled by c++ and only relinked, the
 // counters' locked instructions are atomic on one node only and the run
 // does not end.
-// RESULT ok=1 phases=N taken=N seen=N
+// RESULT ok=1 phases=N taken=N seen=N spun=N
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -23,6 +23,9 @@ std::barrier<> phase(kThreads);
 std::counting_semaphore<kThreads> slots(2);
 std::atomic<int> in_slots{0}, most_in_slots{0}, taken{0}, flag{0};
 int phases_done[kThreads];
+std::atomic_flag spin = ATOMIC_FLAG_INIT; // a spin lock around a plain counter
+long under_spin;
+constexpr int kSpins = 50;
 } // namespace
 
 int main()
@@ -43,6 +46,12 @@ int main()
                 ++taken;
                 slots.release();
                 phase.arrive_and_wait();
+                for (int k = 0; k < kSpins; k++) {
+                    while (spin.test_and_set(std::memory_order_acquire))
+                        std::this_thread::yield();
+                    under_spin++;
+                    spin.clear(std::memory_order_release);
+                }
                 phases_done[i]++;
             }
         });
@@ -57,8 +66,8 @@ int main()
     for (int n : phases_done)
         phases += n;
     bool ok = phases == kThreads * kPhases && taken == kThreads * kPhases && most_in_slots <= 2 &&
-              flag == 7;
-    std::printf("RESULT ok=%d phases=%d taken=%d seen=%d\n", ok ? 1 : 0, phases, taken.load(),
-                flag.load());
+              flag == 7 && under_spin == (long)kThreads * kPhases * kSpins;
+    std::printf("RESULT ok=%d phases=%d taken=%d seen=%d spun=%ld\n", ok ? 1 : 0, phases,
+                taken.load(), flag.load(), under_spin);
     return ok ? 0 : 1;
 }
