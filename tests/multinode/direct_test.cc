@@ -60,3 +60,26 @@ TEST(CablesCc, CompileThenRelinkRunsOnTheRuntime)
     // the statistics prove the runtime ran it over two node processes
     EXPECT_NE(res.output.find("cables: node 1 stats"), std::string::npos) << res.describe();
 }
+
+// A library built with cables-cc -shared takes none of a program's own
+// objects (head.o's constructor would register the runtime's end before
+// libc's), and -x c++ before the sources leaves tail.o an object.
+TEST(CablesCc, SharedLibraryAndLanguageFlags)
+{
+    const std::string b = mn::build_dir(), dir = b + "/tests/cables-cc";
+    ASSERT_EQ(mn::run({ "mkdir", "-p", dir }).exit_code, 0);
+    const std::string lib = dir + "/libone.so";
+    auto l = mn::run({ "sh", "-c", "echo 'int one(void) { return 1; }' > " + dir + "/one.c && " + b +
+                                       "/bin/cables-cc -shared -fPIC " + dir + "/one.c -o " + lib +
+                                       " && nm " + lib });
+    ASSERT_TRUE(l.exited && l.exit_code == 0) << l.describe();
+    EXPECT_EQ(l.output.find("cables_statics_bss_begin"), std::string::npos) << l.describe();
+    EXPECT_EQ(l.output.find("cables_flush"), std::string::npos) << l.describe();
+    auto x = mn::run({ "sh", "-c", "cp " + b + "/../tests/cc/atomics.c " + dir + "/atomics.txt && " + b +
+                                       "/bin/cables-cc -x c -O2 -pthread -I" + b + "/../tests/posix " +
+                                       dir + "/atomics.txt -o " + dir + "/atomics_x" });
+    ASSERT_TRUE(x.exited && x.exit_code == 0) << x.describe();
+    auto res = mn::run_cables(2, "shm", dir + "/atomics_x", {});
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+}
