@@ -69,18 +69,31 @@ static void on_segv2(int sig)
     siglongjmp(probe_jb, 1);
 }
 
-/* a store to address 64 under sigsetjmp: 1 if a handler jumped back */
-static int probe(void)
+/* act() under sigsetjmp: 1 if a SIGSEGV handler jumped back */
+static int jumps(void (*act)(void))
 {
     if (sigsetjmp(probe_jb, 1) == 0) {
         in_probe = 1;
-        *probe_addr = 1;
+        act();
         in_probe = 0;
         return 0;
     }
     in_probe = 0;
     return 1;
 }
+
+static void store_64(void) { *probe_addr = 1; }
+static void raise_segv(void) { raise(SIGSEGV); }
+static void unblock_segv(void)
+{
+    sigset_t segv;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+    sigprocmask(SIG_UNBLOCK, &segv, NULL);
+}
+
+/* a store to address 64: 1 if a handler jumped back */
+static int probe(void) { return jumps(store_64); }
 
 static long value(long i, int round) { return (i * 7 + round * 13) % 1000; }
 
@@ -226,29 +239,11 @@ int main(void)
     CHECK("set_ign", signal(SIGSEGV, SIG_IGN) == SIG_DFL);
     CHECK_EQ("raise_ignored", raise(SIGSEGV), 0);
     CHECK("set_second", signal(SIGSEGV, on_segv2) == SIG_IGN);
-    int r = 0;
-    if (sigsetjmp(probe_jb, 1) == 0) {
-        in_probe = 1;
-        raise(SIGSEGV);
-        in_probe = 0;
-    } else {
-        r = 1;
-    }
-    in_probe = 0;
-    CHECK_EQ("raise_handled", r, 1);
+    CHECK_EQ("raise_handled", jumps(raise_segv), 1);
     CHECK_EQ("block_segv", sigprocmask(SIG_BLOCK, &segv, NULL), 0);
     CHECK_EQ("raise_blocked", raise(SIGSEGV), 0);
     CHECK_EQ("not_yet", handled2, 2);
-    r = 0;
-    if (sigsetjmp(probe_jb, 1) == 0) {
-        in_probe = 1;
-        sigprocmask(SIG_UNBLOCK, &segv, NULL);
-        in_probe = 0;
-    } else {
-        r = 1;
-    }
-    in_probe = 0;
-    CHECK_EQ("pending_handled_at_unblock", r, 1);
+    CHECK_EQ("pending_handled_at_unblock", jumps(unblock_segv), 1);
     CHECK_EQ("second_handler_count", handled2, 3);
     CHECK("set_dfl_again", signal(SIGSEGV, SIG_DFL) == on_segv2);
     /* still shared memory that works after all that */
