@@ -79,11 +79,10 @@ static int64_t deadline(int op, const struct timespec *t)
         return -1;
     if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)
         return -2;
-    if ((op & FUTEX_CMD_MASK) == FUTEX_WAIT) {
-        if (t->tv_sec > 100LL * 365 * 86400) /* a century: none */
-            return -1;
+    if (t->tv_sec > 1LL << 32) /* beyond 2106, or over a century from now: none */
+        return -1;
+    if ((op & FUTEX_CMD_MASK) == FUTEX_WAIT)
         return (int64_t)cb_now_ns() + t->tv_sec * 1000000000LL + t->tv_nsec;
-    }
     return shim_deadline(op & FUTEX_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC, t);
 }
 
