@@ -1,18 +1,18 @@
-/* messages.c: what libc writes for the program without its stdio's
- * wrapped entry points: dprintf and vdprintf (a FILE of libc's own on the
- * descriptor), perror, psignal, the err.h family (warn, err...) and GNU error and
- * error_at_line (libc's inner fprintf on stderr).  On a node other than
- * the master, a descriptor is the master's and stderr, once the program
- * moved it (io.c, remote.c), is too; libc's versions wrote to this node's
- * descriptor of that number and to its own stderr.  Where the descriptor
- * or stderr is the master's, the message is formatted here (in libc's
- * heap: vasprintf's block would be the program's) and written through the
- * wrapped write or fputs, whole; elsewhere libc's is called with the
+/* messages.c: what libc writes for the program past its stdio's wrapped
+ * entry points: dprintf and vdprintf (a FILE of libc's own on the
+ * descriptor), perror, psignal, the err.h family (warn, err...), and GNU
+ * error and error_at_line (libc's inner fprintf on stderr).  On a node
+ * other than the master, a descriptor is the master's, and so is stderr
+ * once the program moved it (io.c, remote.c); libc's versions wrote to
+ * this node's descriptor of that number and to its own stderr.  Where the
+ * descriptor or stderr is the master's, the message is formatted here (in
+ * libc's heap: vasprintf's block would be the program's) and written whole
+ * through the wrapped write or fputs; elsewhere libc's is called with the
  * formatted text. */
 #include <err.h>
 #include <errno.h>
-#include <signal.h>
 #include <error.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,17 +60,24 @@ static int write_all(int fd, const char *buf, int n)
     return n;
 }
 
-int vdprintf(int fd, const char *restrict fmt, va_list ap)
+/* dprintf's text (at _FORTIFY_SOURCE's level flag, or -1) on a master's
+ * descriptor */
+static int dprintf_master(int fd, int flag, const char *fmt, va_list ap)
 {
-    if (!shim_remote_fd(fd))
-        return REAL(vdprintf)(fd, fmt, ap);
     int n;
-    char *buf = format(fmt, ap, &n);
+    char *buf = format_chk(flag, fmt, ap, &n);
     if (!buf)
         return -1;
     int r = write_all(fd, buf, n);
     free(buf);
     return r;
+}
+
+int vdprintf(int fd, const char *restrict fmt, va_list ap)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(vdprintf)(fd, fmt, ap);
+    return dprintf_master(fd, -1, fmt, ap);
 }
 
 int dprintf(int fd, const char *restrict fmt, ...)
@@ -88,13 +95,7 @@ int __vdprintf_chk(int fd, int flag, const char *restrict fmt, va_list ap)
 {
     if (!shim_remote_fd(fd))
         return REAL(__vdprintf_chk)(fd, flag, fmt, ap);
-    int n;
-    char *buf = format_chk(flag, fmt, ap, &n);
-    if (!buf)
-        return -1;
-    int r = write_all(fd, buf, n);
-    free(buf);
-    return r;
+    return dprintf_master(fd, flag, fmt, ap);
 }
 
 int __dprintf_chk(int fd, int flag, const char *restrict fmt, ...)
