@@ -565,17 +565,28 @@ static struct sigaction app_now(void)
     }
 }
 
-static bool is_handler(const struct sigaction *a)
-{
-    return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN; /* sa_sigaction shares it */
-}
+static const struct sigaction app_dfl = { .sa_handler = SIG_DFL };
 
-static void kernel_default(void)
+/* The program's disposition as it is (returned), next written in its place
+ * if not NULL and, where expect is not NULL, the current one is still
+ * expect's handler and flags.  Signals blocked meanwhile: no handler of
+ * this thread comes in between. */
+static struct sigaction app_swap(const struct sigaction *next, const struct sigaction *expect)
 {
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    libc_sigaction(SIGSEGV, &dfl, NULL);
+    sigset_t all, was;
+    sigfillset(&all);
+    libc_sigmask(SIG_BLOCK, &all, &was);
+    cb_mutex_lock(&app_mu);
+    unsigned c = atomic_load(&app_cur);
+    struct sigaction cur = app_segv[c % APP_SLOTS];
+    if (next && (!expect || (cur.sa_handler == expect->sa_handler &&
+                             cur.sa_flags == expect->sa_flags))) {
+        app_segv[(c + 1) % APP_SLOTS] = *next;
+        atomic_store(&app_cur, c + 1);
+    }
+    cb_mutex_unlock(&app_mu);
+    libc_sigmask(SIG_SETMASK, &was, NULL);
+    return cur;
 }
 
 /* A SIGSEGV sent to the thread while the program's mask blocks it: sent
@@ -612,28 +623,14 @@ static void to_program(int sig, siginfo_t *si, void *ucv)
         segv_pending = true;
         return;
     }
-    if (!is_handler(&a) || (!sent && cb_segv_blocked)) {
-        kernel_default();
+    if (!cb_sig_is_handler(&a) || (!sent && cb_segv_blocked)) {
+        libc_sigaction(SIGSEGV, &app_dfl, NULL);
         if (sent || si->si_code == SI_KERNEL) /* nothing to execute again */
             syscall(SYS_tgkill, getpid(), gettid(), SIGSEGV);
         return;
     }
-    if (a.sa_flags & SA_RESETHAND) {
-        sigset_t all, was;
-        sigfillset(&all);
-        libc_sigmask(SIG_BLOCK, &all, &was); /* as in cb_sigaction */
-        cb_mutex_lock(&app_mu); /* unless another thread changed it meanwhile */
-        unsigned c = atomic_load(&app_cur);
-        struct sigaction *cur = &app_segv[c % APP_SLOTS];
-        if (cur->sa_handler == a.sa_handler && cur->sa_flags == a.sa_flags) {
-            struct sigaction *next = &app_segv[(c + 1) % APP_SLOTS];
-            memset(next, 0, sizeof *next);
-            next->sa_handler = SIG_DFL;
-            atomic_store(&app_cur, c + 1);
-        }
-        cb_mutex_unlock(&app_mu);
-        libc_sigmask(SIG_SETMASK, &was, NULL);
-    }
+    if (a.sa_flags & SA_RESETHAND) /* unless another thread changed it meanwhile */
+        app_swap(&app_dfl, &a);
     sigset_t m = a.sa_mask, was;
     sigdelset(&m, SIGSEGV);
     libc_sigmask(SIG_BLOCK, &m, &was);
@@ -678,18 +675,7 @@ int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
     if (act)
         copy = *act;
     if (sig == SIGSEGV) {
-        sigset_t all, was;
-        sigfillset(&all);
-        libc_sigmask(SIG_BLOCK, &all, &was); /* no handler of this thread comes in between */
-        cb_mutex_lock(&app_mu);
-        unsigned c = atomic_load(&app_cur);
-        struct sigaction cur = app_segv[c % APP_SLOTS];
-        if (act) {
-            app_segv[(c + 1) % APP_SLOTS] = copy;
-            atomic_store(&app_cur, c + 1);
-        }
-        cb_mutex_unlock(&app_mu);
-        libc_sigmask(SIG_SETMASK, &was, NULL);
+        struct sigaction cur = app_swap(act ? &copy : NULL, NULL);
         if (old)
             *old = cur;
         return 0;

@@ -397,6 +397,12 @@ void cb_fault_init(void);
  * handlers' sa_mask only saying it is (cb_segv_blocked: this thread's).
  * cb_sigaction is sigaction's contract; cb_sigmask pthread_sigmask's. */
 int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* a disposition that runs a handler (sa_sigaction shares sa_handler's
+ * word: SIG_DFL and SIG_IGN are no handler whatever the flags) */
+static inline bool cb_sig_is_handler(const struct sigaction *a)
+{
+    return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+}
 int cb_sigmask(int how, const sigset_t *set, sigset_t *old);
 extern __thread bool cb_segv_blocked CB_TLS;
 /* the program's SIGSEGV handler is running on this thread (left by a jump:

@@ -143,9 +143,8 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     pthread_sigmask(SIG_BLOCK, &procs, &was);
     cb_node_start(&argc, &argv);
     pthread_sigmask(SIG_SETMASK, &was, NULL);
-    if (cb.self != 0) {
+    if (cb.self != 0)
         cb_node_serve(); /* does not return; the program's destructors never run here */
-    }
     cb_thread_main_start();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -85,8 +85,7 @@ bool shim_mask_enter(const sigset_t *mask, sigset_t *was)
             if (sigismember(&pend, sig) != 1 || sigismember(mask, sig) == 1 ||
                 REAL(sigaction)(sig, NULL, &a))
                 continue;
-            handled = a.sa_flags & SA_SIGINFO ? a.sa_sigaction != NULL
-                                              : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+            handled = cb_sig_is_handler(&a);
         }
     cb_sigmask(SIG_SETMASK, mask, was); /* runs those handlers */
     return handled;
