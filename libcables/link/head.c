@@ -6,11 +6,14 @@
  * for words read often and written seldom (pthread_shim/src/shim.h). */
 __attribute__((aligned(4096))) char cables_statics_bss_begin[8192];
 
-/* The first of the program's constructors (priority 101: before any
- * other's, after libc registered its own end): the runtime's end becomes
- * the exit handler registered first, so it runs after every handler the
- * program's constructors register, its C++ static objects' destructors
- * among them, which may read shared data only the runtime can fetch.
- * (cables_main registers it there otherwise: libcables/src/start.c.) */
+/* The runtime's end comes after everything the program runs at its exit,
+ * which may read shared data only the runtime can fetch: its exit handlers
+ * (C++ static objects' destructors among them) and its destructor
+ * functions, which glibc runs after every exit handler.  The first of the
+ * program's constructors (priority 101: before any other's) says so, and
+ * the last of its destructors (101: after any other's) ends the runtime
+ * (libcables/src/start.c). */
 void cables_register_end(void);
+void cables_end_from_fini(void);
 __attribute__((constructor(101))) static void cables_end_last(void) { cables_register_end(); }
+__attribute__((destructor(101))) static void cables_end_now(void) { cables_end_from_fini(); }

@@ -72,9 +72,12 @@ int cb_thread_wait(pthread_t t);
 void cb_block_process_signals(void);
 /* those signals: all but the ones a thread's own faults raise */
 void cb_process_signals(sigset_t *set);
-/* start.c: the runtime's end registered as an exit handler (head.o's first
- * constructor, else cables_main) */
+/* start.c: the runtime's end after the program's exit handlers and
+ * destructor functions: head.o's first constructor says its last
+ * destructor will call cables_end_from_fini (else cables_main registers
+ * the end as an exit handler) */
 void cables_register_end(void);
+void cables_end_from_fini(void);
 /* start.c: C++'s standard streams made on a node other than the master */
 void cb_cxx_streams(void);
 void *cb_libc(const char *name); /* libc's definition of name, past the shim's */

@@ -47,18 +47,34 @@ static void *run_main(void *unused)
 
 static void at_exit(void) { cb_node_finish(); }
 
-/* The runtime's end as an exit handler: registered before the program's
- * constructors run (head.o's first constructor calls this), so that it
- * runs after the handlers they register (C++ static destructors) and
- * those read the shared data they need while the runtime still runs;
- * else when main starts.  The master only: other nodes run no
- * constructor, and end in cb_node_serve. */
+/* The runtime's end, on the master, comes after everything the program
+ * runs at its exit, all of which may read shared data only the runtime
+ * can fetch: its exit handlers (C++ static objects' destructors among
+ * them) and then its destructor functions, which glibc's _dl_fini runs
+ * after every exit handler.  head.o's first constructor says it will call
+ * cables_end_from_fini from its last destructor (priority 101: after the
+ * program's others); a program without head.o gets the end as an exit
+ * handler when main starts.  Other nodes run no constructor or destructor
+ * of the program, and end in cb_node_serve. */
+static bool end_in_fini, end_registered;
+
 void cables_register_end(void)
 {
-    static bool done;
     /* (not from a library's constructor, before the runtime started) */
-    if (!done && app_main && cb.self == 0) {
-        done = true;
+    if (app_main && cb.self == 0)
+        end_in_fini = true;
+}
+
+void cables_end_from_fini(void)
+{
+    if (end_in_fini)
+        cb_node_finish();
+}
+
+static void register_end(void)
+{
+    if (!end_in_fini && !end_registered && cb.self == 0) {
+        end_registered = true;
         atexit(at_exit);
     }
 }
@@ -84,7 +100,7 @@ void exit(int status)
 
 static int cables_main(int argc, char **argv, char **envp)
 {
-    cables_register_end();
+    register_end();
     app_argc = argc;
     app_argv = argv;
     app_envp = envp;

@@ -333,6 +333,9 @@ TEST_P(ExitHandlers, RegisteredOnNodeOneRunAtTheMaster)
     // fetches what node 1 wrote (before: after it stopped, status 2)
     EXPECT_NE(res.output.find("EXIT ctor handler sum=1999000"), std::string::npos)
         << res.describe();
+    // and so does a destructor function, after it (before: after the end)
+    auto handler = res.output.find("EXIT ctor handler"), dtor = res.output.find("EXIT destructor sum=1999000");
+    EXPECT_TRUE(dtor != std::string::npos && dtor > handler) << res.describe();
 }
 
 // exit(5) in that thread on node 1 ends the process at the master: the

@@ -4,7 +4,10 @@
  * a value main wrote after the thread ended.  They print "EXIT atexit ran"
  * and "EXIT on_exit ran status=0 arg=43" after the RESULT line (the test
  * reads them), then "EXIT ctor handler sum=1999000" from a handler a
- * constructor registered, which reads a list the thread built.  With the
+ * constructor registered, which reads a list the thread built, and last
+ * "EXIT destructor sum=1999000" from a destructor function, which reads
+ * an array the thread filled, which nothing read before, after every exit
+ * handler.  With the
  * argument "worker-exits" the thread then calls
  * exit(5) while main waits in join: the process ends with status 5, the
  * handlers print status=5 arg=42, and there is no RESULT line; with
@@ -34,14 +37,28 @@ struct item {
     int v;
 };
 static struct item *list;
-static void ctor_handler(void)
+static int *dtor_data; /* a block of its own (1 MiB), every 128th int set */
+static long sum(const struct item *l)
 {
-    long sum = 0;
-    for (struct item *i = list; i; i = i->next)
-        sum += i->v;
-    printf("EXIT ctor handler sum=%ld\n", sum);
+    long s = 0;
+    for (; l; l = l->next)
+        s += l->v;
+    return s;
 }
+static void ctor_handler(void) { printf("EXIT ctor handler sum=%ld\n", sum(list)); }
 __attribute__((constructor)) static void register_early(void) { atexit(ctor_handler); }
+
+/* glibc runs the program's destructor functions after its exit handlers.
+ * Before, they ran after the runtime's end at the master, and this one
+ * ended the run ("shared page ... accessed after the node left the
+ * cluster"). */
+__attribute__((destructor)) static void destructor(void)
+{
+    long s = 0;
+    for (int k = 0; dtor_data && k < 2000; k++)
+        s += dtor_data[k * 128];
+    printf("EXIT destructor sum=%ld\n", s);
+}
 
 static void on_exit_handler(int status, void *arg)
 {
@@ -60,6 +77,10 @@ static void *worker(void *unused)
         i->next = list;
         list = i;
     }
+    int *d = calloc(2000 * 128, sizeof *d);
+    for (int k = 0; d && k < 2000; k++)
+        d[k * 128] = k;
+    dtor_data = d;
     CHECK_EQ("atexit", atexit(at_exit_handler), 0);
     CHECK_EQ("on_exit", on_exit(on_exit_handler, &value), 0);
     if (worker_exits)
