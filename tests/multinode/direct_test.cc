@@ -85,3 +85,33 @@ TEST(CablesCc, SharedLibraryAndLanguageFlags)
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(r["ok"], "1") << res.describe();
 }
+
+// A relink names each object that holds locked instructions (atomics
+// compiled by plain cc: atomic on one node only) and the functions they
+// are in; an object cables-cc compiled has none.
+TEST(CablesCc, RelinkNamesLockedInstructions)
+{
+    const std::string b = mn::build_dir(), dir = b + "/tests/cables-cc";
+    const std::string src = b + "/../tests/cc/atomics.c", inc = "-I" + b + "/../tests/posix";
+    ASSERT_EQ(mn::run({ "mkdir", "-p", dir }).exit_code, 0);
+    auto c = mn::run({ "cc", "-O2", "-pthread", inc, "-c", src, "-o", dir + "/atomics_cc.o" });
+    ASSERT_TRUE(c.exited && c.exit_code == 0) << c.describe();
+    auto l = mn::run({ b + "/bin/cables-cc", "-pthread", dir + "/atomics_cc.o", "-o", dir + "/atomics_cc" });
+    ASSERT_TRUE(l.exited && l.exit_code == 0) << l.describe();
+    EXPECT_NE(l.output.find("cables-cc: warning: " + dir + "/atomics_cc.o: locked instructions"),
+              std::string::npos) << l.describe();
+    EXPECT_NE(l.output.find(" in worker"), std::string::npos) << l.describe();
+    auto quiet = mn::run({ b + "/bin/cables-cc", "-pthread", dir + "/atomics_cc.o", "-o", dir + "/atomics_cc" },
+                         { { "CABLES_CC_ATOMICS_WARN", "0" } });
+    ASSERT_TRUE(quiet.exited && quiet.exit_code == 0) << quiet.describe();
+    EXPECT_EQ(quiet.output.find("locked instructions"), std::string::npos) << quiet.describe();
+    auto bad = mn::run({ b + "/bin/cables-cc", "-pthread", dir + "/atomics_cc.o", "-o", dir + "/atomics_cc" },
+                       { { "CABLES_CC_ATOMICS_WARN", "yes" } });
+    EXPECT_TRUE(bad.exited && bad.exit_code == 2) << bad.describe();
+    EXPECT_NE(bad.output.find("CABLES_CC_ATOMICS_WARN=yes"), std::string::npos) << bad.describe();
+    auto ours = mn::run({ b + "/bin/cables-cc", "-O2", "-pthread", inc, "-c", src, "-o", dir + "/atomics_ours.o" });
+    ASSERT_TRUE(ours.exited && ours.exit_code == 0) << ours.describe();
+    auto lo = mn::run({ b + "/bin/cables-cc", "-pthread", dir + "/atomics_ours.o", "-o", dir + "/atomics_ours" });
+    ASSERT_TRUE(lo.exited && lo.exit_code == 0) << lo.describe();
+    EXPECT_EQ(lo.output.find("locked instructions"), std::string::npos) << lo.describe();
+}
