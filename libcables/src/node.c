@@ -451,6 +451,7 @@ void cb_node_start(int *argc, char ***argv)
         cb_die("CABLES_MAX_NODES=%d is less than the %d nodes launched", cb.cfg.max_nodes,
                cb.launched);
     cb_gas_init();
+    cb_libs_init();
     cb_statics_init();
     if (cb.self == 0)
         cb_dir_add_heaps();

@@ -25,7 +25,7 @@
 
 #include "internal.h"
 
-enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV, P_LOCALE, P_STDIO };
+enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV, P_LOCALE, P_STDIO, P_DLOPEN, P_DLCLOSE };
 
 typedef struct {
     char *name, *value; /* value NULL: unset */
@@ -77,7 +77,8 @@ static const char *kind_name(int kind)
     static const char *const names[] = { "a signal disposition", "the working directory",
                                          "the file mode mask", "an environment variable",
                                          "an environment variable", "the environment",
-                                         "the locale", "the standard streams" };
+                                         "the locale", "the standard streams",
+                                         "the libraries loaded", "the libraries loaded" };
     return names[kind];
 }
 
@@ -85,8 +86,9 @@ static const char *kind_name(int kind)
  * answer awaited); a node that could not (a directory its file system
  * lacks) is named.  A node that leaves meanwhile may never answer: its
  * waiter is then left to the late answer. */
-static void send_all(int kind, int64_t arg, const void *p, size_t len)
+static int send_all(int kind, int64_t arg, const void *p, size_t len)
 {
+    int first = 0;
     cb_waiter_t *w[CB_MAX_NODES] = { 0 };
     int n = atomic_load(&cb.nnodes);
     for (int k = 0; k < n; k++)
@@ -106,11 +108,14 @@ static void send_all(int kind, int64_t arg, const void *p, size_t len)
             continue;
         int rc = (int)w[k]->value;
         cb_waiter_free(w[k]);
-        if (rc)
+        if (rc && !first)
+            first = rc;
+        if (rc && kind != P_DLOPEN) /* (that node said why) */
             fprintf(stderr, "cables: node %d could not follow a change of %s%s%s: %s\n", k,
                     kind_name(kind), kind == P_CWD || kind == P_LOCALE ? " to " : "",
                     kind == P_CWD || kind == P_LOCALE ? (const char *)p : "", strerror(rc));
     }
+    return first;
 }
 
 /* a private copy (libc's strdup would take the shim's malloc) */
@@ -271,6 +276,25 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
         arg = LC_ALL;
         break;
     }
+    case CB_PROC_DLOPEN: { /* s1: the file, arg: the flags; *old: the handle */
+        void *h = NULL;
+        if ((rc = cb_libs_open(s1, (int)arg, &h, (void **)&buf, &len)))
+            break;
+        kind = P_DLOPEN;
+        *old = (int64_t)(uintptr_t)h;
+        if ((rc = send_all(kind, arg, buf, len))) { /* undone everywhere */
+            cb_libs_undo(h);
+            send_all(P_DLCLOSE, (int64_t)(uintptr_t)h, NULL, 0);
+        }
+        changed = false; /* sent; libs.c keeps it */
+        break;
+    }
+    case CB_PROC_DLCLOSE: /* arg: the handle */
+        kind = P_DLCLOSE;
+        if (!(rc = cb_libs_close((void *)(uintptr_t)arg)))
+            send_all(kind, arg, NULL, 0);
+        changed = false;
+        break;
     case CB_PROC_STDIO:
         kind = P_STDIO;
         if (arg < 1 || arg > 3)
@@ -332,6 +356,7 @@ void cb_proc_replay(int k)
         cb_send(k, &m, b, n + v, true);
     }
     cb_mutex_unlock(&rec_mu);
+    cb_libs_replay(k, P_DLOPEN, P_DLCLOSE);
 }
 
 /* at the start: libc's functions; at the master, its working directory and
@@ -362,6 +387,14 @@ void cb_on_proc(const cb_msg_t *m, const void *p, size_t len)
 {
     int kind = (int)m->a;
     const char *s = p;
+    if (kind == P_DLOPEN || kind == P_DLCLOSE) { /* libs.c */
+        int rc = kind == P_DLOPEN ? cb_libs_apply_open(p, len) : cb_libs_apply_close(m->b);
+        if (m->waiter) {
+            cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)rc };
+            cb_reply(m, &r, NULL, 0, false);
+        }
+        return;
+    }
     bool ok = kind == P_SIG ? len == sizeof(struct sigaction) && m->b > 0 && m->b < NSIG
             : kind == P_UMASK || kind == P_CLEARENV ? len == 0
             : kind == P_STDIO ? len == 0 && m->b >= 1 && m->b <= 3

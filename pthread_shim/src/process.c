@@ -16,6 +16,7 @@
  *
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -170,6 +171,54 @@ char *setlocale(int category, const char *locale)
     if (change(CB_PROC_SETLOCALE, category, locale, NULL, NULL))
         return NULL;
     return REAL(setlocale)(category, NULL);
+}
+
+/* ---- libraries loaded with dlopen ----
+ * are the process's: loaded at the master, then on every other node, at
+ * the same addresses (libcables/src/libs.c), so a function or object of
+ * theirs that one node finds is the same on every node.  A handle is the
+ * node's own, for dlsym there; dlclose of any node's closes the library
+ * on every node.  (The file is looked for as libcables would look for
+ * it: the program's own RUNPATH is not searched.) */
+static __thread const char *dl_error; /* ours, for dlerror, once */
+
+void *dlopen(const char *file, int flags)
+{
+    if (!file || !shared_change())
+        return REAL(dlopen)(file, flags);
+    int64_t h = 0;
+    if (!change(CB_PROC_DLOPEN, flags, file, NULL, &h))
+        return cb.self == 0 ? (void *)(uintptr_t)h : cb_libs_local((void *)(uintptr_t)h);
+    if (errno == EADDRINUSE) {
+        dl_error = "cables: the library (or one it needs) could not be loaded at the same "
+                   "address on every node (a node's message says which)";
+    } else if (cb.self != 0) { /* why, as this node's libc says it (the same file system) */
+        void *l = REAL(dlopen)(file, flags);
+        if (l) {
+            REAL(dlclose)(l);
+            dl_error = "cables: the library could not be loaded at the master";
+        }
+    }
+    return NULL;
+}
+
+int dlclose(void *handle)
+{
+    if (!shared_change())
+        return REAL(dlclose)(handle);
+    void *c = cb.self == 0 ? handle : cb_libs_cluster(handle);
+    if (!c)
+        return REAL(dlclose)(handle);
+    return change(CB_PROC_DLCLOSE, (int64_t)(uintptr_t)c, NULL, NULL, NULL) ? -1 : 0;
+}
+
+char *dlerror(void)
+{
+    const char *e = dl_error;
+    if (!e)
+        return REAL(dlerror)();
+    dl_error = NULL;
+    return (char *)e;
 }
 
 /* ---- fork ----

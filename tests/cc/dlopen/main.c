@@ -1,0 +1,58 @@
+/* main.c: loads the library named by its first argument (plugin.c) with
+ * dlopen in main, and 4 threads (at 2 nodes, on both) each call its
+ * function, found by main, 5000 times: it adds 1 to the program's atomic
+ * counter.  Then a thread loads the library itself and gets the same
+ * function, and main closes it twice.  Before, a thread on another node
+ * than the master died at its first call (the library was loaded at the
+ * master only), and the program did not export the atomics the library
+ * calls (dlopen failed: "undefined symbol: __atomic_fetch_add_8").
+ * RESULT ok=1 count=20000 same=1 closed=1 */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+enum { THREADS = 4, ADDS = 5000 };
+static long (*bump)(atomic_long *);
+static atomic_long count;
+static const char *path;
+
+static void *worker(void *unused)
+{
+    (void)unused;
+    for (int k = 0; k < ADDS; k++)
+        bump(&count);
+    return NULL;
+}
+
+static void *loader(void *unused)
+{
+    (void)unused;
+    void *h = dlopen(path, RTLD_NOW);
+    return h ? dlsym(h, "plugin_bump") : NULL;
+}
+
+int main(int argc, char **argv)
+{
+    path = argc > 1 ? argv[1] : "(no library named)";
+    void *h = dlopen(path, RTLD_NOW);
+    if (!h || !(bump = (long (*)(atomic_long *))dlsym(h, "plugin_bump"))) {
+        printf("RESULT ok=0 dlerror=%s\n", dlerror());
+        return 1;
+    }
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    void *again = NULL;
+    pthread_t l;
+    pthread_create(&l, NULL, loader, NULL);
+    pthread_join(l, &again);
+    int closed = dlclose(h) == 0 && dlclose(h) == 0;
+    long n = atomic_load(&count);
+    int same = again == (void *)bump;
+    int ok = n == (long)THREADS * ADDS && same && closed;
+    printf("RESULT ok=%d count=%ld same=%d closed=%d\n", ok, n, same, closed);
+    return !ok;
+}
