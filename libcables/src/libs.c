@@ -35,6 +35,7 @@
 
 #define LIBS_SIZE (64ull << 30)
 #define LIBS_BASE (CB_GAS_BASE - LIBS_SIZE)
+#define LIBS_HOLE (1ull << 30) /* the most one load may take in the window */
 
 static bool window;          /* reserved here */
 static uintptr_t libs_top;    /* the window's part below is free for libraries */
@@ -61,19 +62,6 @@ static size_t nrecs, cap_recs;
 static int (*libc_dlclose)(void *);
 static void *(*libc_dlopen)(const char *, int);
 
-void cb_libs_init(void)
-{
-    libc_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-    libc_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-    if (!libc_dlopen || !libc_dlclose)
-        cb_die("cannot find libc's dlopen or dlclose");
-    void *p = cb_mmap((void *)LIBS_BASE, LIBS_SIZE, PROT_NONE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    window = p == (void *)LIBS_BASE;
-    if (!window && p != MAP_FAILED)
-        cb_munmap(p, LIBS_SIZE);
-    libs_top = LIBS_BASE + LIBS_SIZE;
-}
 
 /* ---- this process's address space ---- */
 
@@ -168,17 +156,66 @@ static bool reserve(uintptr_t lo, uintptr_t hi)
            (void *)lo;
 }
 
-/* the window's free parts reserved again (after a load or a close) */
-static void window_keep(void)
+/* the window's parts this node reserved (PROT_NONE, ours): only those are
+ * ever unmapped for a load, never a mapping another thread made there */
+static ranges_t owned;
+
+/* the parts of [lo, hi) that are ours unmapped; whether all of it was */
+static bool own_release(uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t covered = 0;
+    for (size_t i = 0; i < owned.n;) {
+        range_t r = owned.r[i];
+        uintptr_t a = r.lo > lo ? r.lo : lo, b = r.hi < hi ? r.hi : hi;
+        if (a >= b) {
+            i++;
+            continue;
+        }
+        cb_munmap((void *)a, b - a);
+        covered += b - a;
+        owned.r[i] = owned.r[--owned.n]; /* what is left of it, kept */
+        if (r.lo < a)
+            ranges_add(&owned, r.lo, a);
+        if (b < r.hi)
+            ranges_add(&owned, b, r.hi);
+    }
+    return covered == hi - lo;
+}
+
+/* the free parts of [lo, hi) in the window reserved (ours) */
+static void window_keep(uintptr_t lo, uintptr_t hi)
 {
     if (!window)
         return;
+    if (lo < LIBS_BASE)
+        lo = LIBS_BASE;
+    if (hi > LIBS_BASE + LIBS_SIZE)
+        hi = LIBS_BASE + LIBS_SIZE;
+    if (lo >= hi)
+        return;
     uintptr_t top;
-    ranges_t m = mappings(&top), g = gaps(&m, LIBS_BASE, LIBS_BASE + LIBS_SIZE);
+    ranges_t m = mappings(&top), g = gaps(&m, lo, hi);
     for (size_t i = 0; i < g.n; i++)
-        reserve(g.r[i].lo, g.r[i].hi);
+        if (reserve(g.r[i].lo, g.r[i].hi))
+            ranges_add(&owned, g.r[i].lo, g.r[i].hi);
     free(m.r);
     free(g.r);
+}
+
+void cb_libs_init(void)
+{
+    libc_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+    libc_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    if (!libc_dlopen || !libc_dlclose)
+        cb_die("cannot find libc's dlopen or dlclose");
+    void *p = cb_mmap((void *)LIBS_BASE, LIBS_SIZE, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    window = p == (void *)LIBS_BASE;
+    if (window)
+        ranges_add(&owned, LIBS_BASE, LIBS_BASE + LIBS_SIZE);
+    else if (p != MAP_FAILED)
+        cb_munmap(p, LIBS_SIZE);
+    libs_top = LIBS_BASE + LIBS_SIZE;
 }
 
 /* ---- the objects a load adds ---- */
@@ -253,38 +290,47 @@ typedef struct {
     obj_t obj[];
 } load_msg_t;
 
-/* Fill the gaps above `above`, except `holes`, then load.  The fillers go
- * after the load (each exactly where it was put). */
+/* Fill the gaps above `above`, except `holes`, then load.  A gap where a
+ * mapping appeared meanwhile (another thread's) is looked at again.  The
+ * fillers go after the load (each exactly where it was put). */
 static void *placed_load(const char *path, int flags, uintptr_t above, const obj_t *holes,
                          size_t nholes, struct link_map **before)
 {
-    uintptr_t top;
-    ranges_t m = mappings(&top), g = gaps(&m, above, top), fill = { 0 };
-    for (size_t i = 0; i < g.n; i++) {
-        uintptr_t lo = g.r[i].lo, hi = g.r[i].hi;
-        /* a gap's parts outside the holes: holes sorted or not, cut them */
-        ranges_t parts = { 0 };
-        ranges_add(&parts, lo, hi);
-        for (size_t h = 0; h < nholes; h++)
+    ranges_t fill = { 0 };
+    bool again = true;
+    for (int round = 0; again && round < 8; round++) {
+        uintptr_t top;
+        ranges_t m = mappings(&top), g = gaps(&m, above, top), parts = { 0 };
+        again = false;
+        for (size_t i = 0; i < g.n; i++) { /* its parts outside the holes */
+            parts.n = 0;
+            ranges_add(&parts, g.r[i].lo, g.r[i].hi);
+            for (size_t h = 0; h < nholes; h++)
+                for (size_t p = 0; p < parts.n; p++) {
+                    range_t r = parts.r[p];
+                    if (holes[h].hi <= r.lo || holes[h].lo >= r.hi)
+                        continue;
+                    parts.r[p] = (range_t){ r.lo, holes[h].lo > r.lo ? holes[h].lo : r.lo };
+                    if (holes[h].hi < r.hi)
+                        ranges_add(&parts, holes[h].hi, r.hi);
+                }
             for (size_t p = 0; p < parts.n; p++) {
-                range_t r = parts.r[p];
-                if (holes[h].hi <= r.lo || holes[h].lo >= r.hi)
+                if (parts.r[p].hi <= parts.r[p].lo)
                     continue;
-                parts.r[p] = (range_t){ r.lo, holes[h].lo > r.lo ? holes[h].lo : r.lo };
-                if (holes[h].hi < r.hi)
-                    ranges_add(&parts, holes[h].hi, r.hi);
+                if (reserve(parts.r[p].lo, parts.r[p].hi))
+                    ranges_add(&fill, parts.r[p].lo, parts.r[p].hi);
+                else
+                    again = true;
             }
-        for (size_t p = 0; p < parts.n; p++)
-            if (parts.r[p].hi > parts.r[p].lo && reserve(parts.r[p].lo, parts.r[p].hi))
-                ranges_add(&fill, parts.r[p].lo, parts.r[p].hi);
+        }
+        free(m.r);
+        free(g.r);
         free(parts.r);
     }
     *before = last_map();
     void *h = libc_dlopen(path, flags);
     for (size_t i = 0; i < fill.n; i++)
         cb_munmap((void *)fill.r[i].lo, fill.r[i].hi - fill.r[i].lo);
-    free(m.r);
-    free(g.r);
     free(fill.r);
     return h;
 }
@@ -351,13 +397,17 @@ static void record(int kind, uint64_t handle, const void *payload, size_t len)
 int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t *outlen)
 {
     cb_mutex_lock(&libs_mu);
-    if (window) /* the window's free part made free for the kernel to place in */
-        cb_munmap((void *)LIBS_BASE, libs_top - LIBS_BASE);
+    /* a hole below what earlier loads took, made free for the kernel to
+     * place in: only the highest gap that fits (a mapping another thread
+     * makes meanwhile, bigger than the hole, goes below the window) */
+    uintptr_t hi = libs_top, lo = hi - LIBS_BASE > LIBS_HOLE ? hi - LIBS_HOLE : LIBS_BASE;
+    if (window)
+        own_release(lo, hi);
     struct link_map *before;
-    void *h = placed_load(file, flags, window ? libs_top : UINTPTR_MAX, NULL, 0, &before);
-    cb_mutex_unlock(&libs_mu);
+    void *h = placed_load(file, flags, window ? hi : UINTPTR_MAX, NULL, 0, &before);
     if (!h)
-        window_keep();
+        window_keep(lo, hi);
+    cb_mutex_unlock(&libs_mu);
     if (!h)
         return ENOENT;
     struct link_map *l = NULL;
@@ -377,10 +427,10 @@ int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t 
     m->nobj = (int32_t)new_objects(before, m->obj, MAX_OBJS);
     cb_mutex_lock(&libs_mu);
     for (int i = 0; i < m->nobj; i++)
-        if (m->obj[i].lo < libs_top && m->obj[i].lo >= LIBS_BASE)
+        if (m->obj[i].lo < libs_top && m->obj[i].lo >= lo)
             libs_top = m->obj[i].lo;
+    window_keep(lo, hi);
     cb_mutex_unlock(&libs_mu);
-    window_keep();
     size_t len = sizeof *m + (size_t)m->nobj * sizeof(obj_t);
     memmove((char *)m + len, path, plen);
     *handle = h;
@@ -391,17 +441,24 @@ int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t 
 }
 
 /* master: the other nodes failed to follow: undone here */
+static void window_keep_all(void)
+{
+    cb_mutex_lock(&libs_mu);
+    window_keep(LIBS_BASE, LIBS_BASE + LIBS_SIZE);
+    cb_mutex_unlock(&libs_mu);
+}
+
 void cb_libs_undo(void *handle)
 {
     libc_dlclose(handle);
-    window_keep();
+    window_keep_all();
     record(1, (uint64_t)(uintptr_t)handle, NULL, 0);
 }
 
 int cb_libs_close(void *handle)
 {
     int rc = libc_dlclose(handle) ? EINVAL : 0;
-    window_keep();
+    window_keep_all();
     if (!rc)
         record(1, (uint64_t)(uintptr_t)handle, NULL, 0);
     return rc;
@@ -418,12 +475,12 @@ int cb_libs_apply_open(const void *p, size_t len)
     const char *path = (const char *)&m->obj[m->nobj];
     uintptr_t above = UINTPTR_MAX;
     cb_mutex_lock(&libs_mu);
-    /* the holes made free (those in the window are reserved here) */
+    /* the holes made free (in the window: where this node reserved them) */
     for (int i = 0; i < m->nobj; i++) {
         if (m->obj[i].lo < above)
             above = m->obj[i].lo;
         if (window && m->obj[i].lo >= LIBS_BASE && m->obj[i].hi <= LIBS_BASE + LIBS_SIZE)
-            cb_munmap((void *)m->obj[i].lo, m->obj[i].hi - m->obj[i].lo);
+            own_release(m->obj[i].lo, m->obj[i].hi);
     }
     struct link_map *before;
     void *h = placed_load(path, m->flags, m->nobj ? above : UINTPTR_MAX, m->obj, (size_t)m->nobj, &before);
@@ -432,6 +489,10 @@ int cb_libs_apply_open(const void *p, size_t len)
     bool same = h && n == (size_t)m->nobj;
     for (size_t i = 0; same && i < n; i++)
         same = got[i].addr == m->obj[i].addr;
+    if (!same && h)
+        libc_dlclose(h);
+    for (int i = 0; i < m->nobj; i++) /* (what the load did not take) */
+        window_keep(m->obj[i].lo, m->obj[i].hi);
     cb_mutex_unlock(&libs_mu);
     int rc = 0;
     if (!h) {
@@ -442,12 +503,10 @@ int cb_libs_apply_open(const void *p, size_t len)
         fprintf(stderr, "cables: node %d: %s (or a library it needs) could not be loaded at the "
                 "address it has at the master (%zu objects here, %d there); its dlopen fails\n",
                 cb.self, path, n, m->nobj);
-        libc_dlclose(h);
         rc = EADDRINUSE;
     } else {
         handle_keep(m->handle, h);
     }
-    window_keep();
     return rc;
 }
 
@@ -465,7 +524,7 @@ int cb_libs_apply_close(uint64_t handle)
     cb_mutex_unlock(&libs_mu);
     if (l) {
         libc_dlclose(l);
-        window_keep();
+        window_keep_all();
     }
     return 0;
 }

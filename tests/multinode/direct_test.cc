@@ -140,6 +140,14 @@ TEST(CablesCc, DlopenedLibraryIsEveryNodes)
         for (int k = 1; k < 4; k++)
             EXPECT_GT(mn::node_stat(res.output, k, "locks="), 0) << res.describe();
     }
+    // nodes attached after the load get it (replayed), and one of their
+    // threads loads it again
+    auto att = mn::run_cables(1, "shm", dir + "/dlopen_main", { dir + "/plugin.so" },
+                              { { "CABLES_STATS", "1" }, { "CABLES_THREADS_PER_NODE", "1" } }, { "-m", "3" });
+    MN_EXPECT_RUN_OK(att, a);
+    EXPECT_EQ(a["ok"], "1") << att.describe();
+    EXPECT_NE(att.output.find("nodes attached="), std::string::npos) << att.describe();
+    EXPECT_GT(mn::node_stat(att.output, 2, "locks="), 0) << att.describe();
     // a library missing: dlopen gives NULL and dlerror says why
     auto res = mn::run_cables(2, "shm", dir + "/dlopen_main", { dir + "/no_such_plugin.so" });
     EXPECT_TRUE(res.exited && res.exit_code == 1) << res.describe();

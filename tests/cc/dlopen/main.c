@@ -11,11 +11,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { THREADS = 4, ADDS = 5000 };
 static long (*bump)(atomic_long *);
 static atomic_long count;
-static const char *path;
+static char path[4096]; /* argv is the master's */
 
 static void *worker(void *unused)
 {
@@ -34,7 +35,7 @@ static void *loader(void *unused)
 
 int main(int argc, char **argv)
 {
-    path = argc > 1 ? argv[1] : "(no library named)";
+    snprintf(path, sizeof path, "%s", argc > 1 ? argv[1] : "(no library named)");
     void *h = dlopen(path, RTLD_NOW);
     if (!h || !(bump = (long (*)(atomic_long *))dlsym(h, "plugin_bump"))) {
         printf("RESULT ok=0 dlerror=%s\n", dlerror());
