@@ -61,6 +61,7 @@ static size_t nrecs, cap_recs;
 
 static int (*libc_dlclose)(void *);
 static void *(*libc_dlopen)(const char *, int);
+static int (*libc_dlinfo)(void *, int, void *); /* (the shim's takes libs_mu) */
 
 
 /* ---- this process's address space ---- */
@@ -206,8 +207,9 @@ void cb_libs_init(void)
 {
     libc_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
     libc_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-    if (!libc_dlopen || !libc_dlclose)
-        cb_die("cannot find libc's dlopen or dlclose");
+    libc_dlinfo = (int (*)(void *, int, void *))dlsym(RTLD_NEXT, "dlinfo");
+    if (!libc_dlopen || !libc_dlclose || !libc_dlinfo)
+        cb_die("cannot find libc's dlopen, dlclose or dlinfo");
     void *p = cb_mmap((void *)LIBS_BASE, LIBS_SIZE, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     window = p == (void *)LIBS_BASE;
@@ -228,7 +230,7 @@ static struct link_map *last_map(void)
 {
     struct link_map *l = NULL;
     void *self = libc_dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
-    if (!self || dlinfo(self, RTLD_DI_LINKMAP, &l) || !l)
+    if (!self || libc_dlinfo(self, RTLD_DI_LINKMAP, &l) || !l)
         cb_die("cannot find the program's link map");
     libc_dlclose(self);
     while (l->l_next)
@@ -412,7 +414,7 @@ int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t 
         return ENOENT;
     struct link_map *l = NULL;
     char path[PATH_MAX];
-    if (dlinfo(h, RTLD_DI_LINKMAP, &l) || !l || !realpath(l->l_name[0] ? l->l_name : file, path)) {
+    if (libc_dlinfo(h, RTLD_DI_LINKMAP, &l) || !l || !realpath(l->l_name[0] ? l->l_name : file, path)) {
         libc_dlclose(h);
         return ENOENT;
     }

@@ -17,6 +17,7 @@
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -177,9 +178,10 @@ char *setlocale(int category, const char *locale)
  * are the process's: loaded at the master, then on every other node, at
  * the same addresses (libcables/src/libs.c), so a function or object of
  * theirs that one node finds is the same on every node.  A handle is the
- * node's own, for dlsym there; dlclose of any node's closes the library
- * on every node.  (The file is looked for as libcables would look for
- * it: the program's own RUNPATH is not searched.) */
+ * master's on every node: dlsym, dlvsym and dlinfo take the node's own for
+ * it, and dlclose closes the library on every node.  (The file is looked
+ * for as libcables would look for it: the program's own RUNPATH is not
+ * searched.) */
 static __thread const char *dl_error; /* ours, for dlerror, once */
 
 void *dlopen(const char *file, int flags)
@@ -188,7 +190,7 @@ void *dlopen(const char *file, int flags)
         return REAL(dlopen)(file, flags);
     int64_t h = 0;
     if (!change(CB_PROC_DLOPEN, flags, file, NULL, &h))
-        return cb.self == 0 ? (void *)(uintptr_t)h : cb_libs_local((void *)(uintptr_t)h);
+        return (void *)(uintptr_t)h;
     if (errno == EADDRINUSE) {
         dl_error = "cables: the library (or one it needs) could not be loaded at the same "
                    "address on every node (a node's message says which)";
@@ -219,6 +221,94 @@ char *dlerror(void)
         return REAL(dlerror)();
     dl_error = NULL;
     return (char *)e;
+}
+
+/* libc's definition of name, from its symbol table (not through dlsym,
+ * which is the shim's below); NULL if none */
+typedef struct {
+    const char *name;
+    void *found;
+} libc_sym_t;
+
+static int libc_sym_cb(struct dl_phdr_info *info, size_t size, void *p)
+{
+    (void)size;
+    libc_sym_t *q = p;
+    const char *base = strrchr(info->dlpi_name, '/');
+    if (!base || strncmp(base, "/libc.so.", 9))
+        return 0;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    const ElfW(Sym) *sym = NULL;
+    const char *str = NULL;
+    const Elf32_Word *hash = NULL;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) { /* (ld.so made them absolute) */
+        uintptr_t a = dyn->d_un.d_ptr < info->dlpi_addr ? info->dlpi_addr + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+        if (dyn->d_tag == DT_SYMTAB)
+            sym = (const ElfW(Sym) *)a;
+        else if (dyn->d_tag == DT_STRTAB)
+            str = (const char *)a;
+        else if (dyn->d_tag == DT_HASH)
+            hash = (const Elf32_Word *)a;
+    }
+    if (!sym || !str || !hash)
+        return 1;
+    for (Elf32_Word i = 0; i < hash[1]; i++) /* hash[1]: the number of symbols */
+        if (sym[i].st_value && sym[i].st_shndx != SHN_UNDEF && !strcmp(str + sym[i].st_name, q->name)) {
+            q->found = (void *)(info->dlpi_addr + sym[i].st_value);
+            break;
+        }
+    return 1;
+}
+
+static void *libc_sym(const char *name)
+{
+    libc_sym_t q = { name, NULL };
+    dl_iterate_phdr(libc_sym_cb, &q);
+    return q.found;
+}
+
+/* this node's handle for h (the master's), and libc's dlsym and dlvsym */
+__attribute__((visibility("hidden"))) void *(*shim_libc_dlsym)(void *, const char *);
+__attribute__((visibility("hidden"))) void *(*shim_libc_dlvsym)(void *, const char *, const char *);
+__attribute__((visibility("hidden"))) void *shim_dl_handle(void *h)
+{
+    if (!shim_libc_dlsym) { /* (before any constructor: a library's may call dlsym) */
+        shim_libc_dlvsym = (void *(*)(void *, const char *, const char *))libc_sym("dlvsym");
+        shim_libc_dlsym = (void *(*)(void *, const char *))libc_sym("dlsym");
+        if (!shim_libc_dlsym || !shim_libc_dlvsym)
+            cb_die("cannot find libc's dlsym and dlvsym in its symbol table");
+    }
+    void *l = h != RTLD_DEFAULT && h != RTLD_NEXT && cb.self != 0 ? cb_libs_local(h) : NULL;
+    return l ? l : h;
+}
+
+/* dlsym and dlvsym: the handle made this node's, then libc's jumped to, so
+ * that libc sees the caller's return address (RTLD_NEXT searches after the
+ * object that called) */
+__asm__(".text\n"
+        ".globl dlsym\n.type dlsym,@function\n"
+        "dlsym:\n"
+        "    push %rdi\n    push %rsi\n    push %rdx\n"
+        "    call shim_dl_handle\n"
+        "    pop %rdx\n    pop %rsi\n    pop %rdi\n"
+        "    mov %rax, %rdi\n"
+        "    jmp *shim_libc_dlsym(%rip)\n"
+        ".size dlsym, .-dlsym\n"
+        ".globl dlvsym\n.type dlvsym,@function\n"
+        "dlvsym:\n"
+        "    push %rdi\n    push %rsi\n    push %rdx\n"
+        "    call shim_dl_handle\n"
+        "    pop %rdx\n    pop %rsi\n    pop %rdi\n"
+        "    mov %rax, %rdi\n"
+        "    jmp *shim_libc_dlvsym(%rip)\n"
+        ".size dlvsym, .-dlvsym\n");
+
+int dlinfo(void *handle, int request, void *arg)
+{
+    return REAL(dlinfo)(shim_dl_handle(handle), request, arg);
 }
 
 /* ---- fork ----

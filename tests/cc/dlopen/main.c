@@ -1,8 +1,9 @@
 /* main.c: loads the library named by its first argument (plugin.c) with
  * dlopen in main, and 4 threads (at 2 nodes, on both) each call its
  * function, found by main, 5000 times: it adds 1 to the program's atomic
- * counter.  Then a thread loads the library itself and gets the same
- * function, and main closes it twice.  Before, a thread on another node
+ * counter.  Each first finds the function again with main's handle; then a
+ * thread loads the library itself and gets the same function, and main
+ * closes it twice.  Before, a thread on another node
  * than the master died at its first call (the library was loaded at the
  * master only), and the program did not export the atomics the library
  * calls (dlopen failed: "undefined symbol: __atomic_fetch_add_8").
@@ -16,11 +17,15 @@
 enum { THREADS = 4, ADDS = 5000 };
 static long (*bump)(atomic_long *);
 static atomic_long count;
+static void *handle;      /* main's, which every thread's dlsym takes */
+static atomic_int looked; /* dlsym(handle) gave bump */
 static char path[4096]; /* argv is the master's */
 
 static void *worker(void *unused)
 {
     (void)unused;
+    if (dlsym(handle, "plugin_bump") == (void *)bump)
+        atomic_fetch_add(&looked, 1);
     for (int k = 0; k < ADDS; k++)
         bump(&count);
     return NULL;
@@ -36,7 +41,7 @@ static void *loader(void *unused)
 int main(int argc, char **argv)
 {
     snprintf(path, sizeof path, "%s", argc > 1 ? argv[1] : "(no library named)");
-    void *h = dlopen(path, RTLD_NOW);
+    void *h = handle = dlopen(path, RTLD_NOW);
     if (!h || !(bump = (long (*)(atomic_long *))dlsym(h, "plugin_bump"))) {
         printf("RESULT ok=0 dlerror=%s\n", dlerror());
         return 1;
@@ -52,7 +57,7 @@ int main(int argc, char **argv)
     pthread_join(l, &again);
     int closed = dlclose(h) == 0 && dlclose(h) == 0;
     long n = atomic_load(&count);
-    int same = again == (void *)bump;
+    int same = again == (void *)bump && atomic_load(&looked) == THREADS;
     int ok = n == (long)THREADS * ADDS && same && closed;
     printf("RESULT ok=%d count=%ld same=%d closed=%d\n", ok, n, same, closed);
     return !ok;
