@@ -223,51 +223,55 @@ char *dlerror(void)
     return (char *)e;
 }
 
-/* libc's definition of name, from its symbol table (not through dlsym,
- * which is the shim's below); NULL if none */
-typedef struct {
-    const char *name;
-    void *found;
-} libc_sym_t;
-
-static int libc_sym_cb(struct dl_phdr_info *info, size_t size, void *p)
+/* the number of symbols a GNU hash table covers: past the highest bucket's
+ * chain */
+static Elf32_Word gnu_hash_count(const Elf32_Word *gh)
 {
-    (void)size;
-    libc_sym_t *q = p;
-    const char *base = strrchr(info->dlpi_name, '/');
-    if (!base || strncmp(base, "/libc.so.", 9))
-        return 0;
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    const ElfW(Sym) *sym = NULL;
-    const char *str = NULL;
-    const Elf32_Word *hash = NULL;
-    for (; dyn && dyn->d_tag != DT_NULL; dyn++) { /* (ld.so made them absolute) */
-        uintptr_t a = dyn->d_un.d_ptr < info->dlpi_addr ? info->dlpi_addr + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
-        if (dyn->d_tag == DT_SYMTAB)
-            sym = (const ElfW(Sym) *)a;
-        else if (dyn->d_tag == DT_STRTAB)
-            str = (const char *)a;
-        else if (dyn->d_tag == DT_HASH)
-            hash = (const Elf32_Word *)a;
-    }
-    if (!sym || !str || !hash)
-        return 1;
-    for (Elf32_Word i = 0; i < hash[1]; i++) /* hash[1]: the number of symbols */
-        if (sym[i].st_value && sym[i].st_shndx != SHN_UNDEF && !strcmp(str + sym[i].st_name, q->name)) {
-            q->found = (void *)(info->dlpi_addr + sym[i].st_value);
-            break;
-        }
-    return 1;
+    Elf32_Word nbuckets = gh[0], offset = gh[1], bloom = gh[2], last = 0;
+    const Elf32_Word *buckets = (const Elf32_Word *)((const ElfW(Addr) *)(gh + 4) + bloom);
+    const Elf32_Word *chain = buckets + nbuckets;
+    for (Elf32_Word i = 0; i < nbuckets; i++)
+        if (buckets[i] > last)
+            last = buckets[i];
+    if (last < offset)
+        return offset;
+    while (!(chain[last - offset] & 1))
+        last++;
+    return last + 1;
 }
 
+/* libc's definition of name, from its symbol table (not through dlsym,
+ * which is the shim's below, nor dl_iterate_phdr, which a sanitizer may
+ * intercept before it can call libc's): the link maps from ld.so's
+ * _r_debug; NULL if none */
 static void *libc_sym(const char *name)
 {
-    libc_sym_t q = { name, NULL };
-    dl_iterate_phdr(libc_sym_cb, &q);
-    return q.found;
+    for (struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+        const char *base = l->l_name ? strrchr(l->l_name, '/') : NULL;
+        if (!base || strncmp(base, "/libc.so.", 9))
+            continue;
+        const ElfW(Sym) *sym = NULL;
+        const char *str = NULL;
+        const Elf32_Word *hash = NULL, *gnu = NULL;
+        for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
+            /* (ld.so made these absolute) */
+            uintptr_t a = d->d_un.d_ptr < l->l_addr ? l->l_addr + d->d_un.d_ptr : d->d_un.d_ptr;
+            if (d->d_tag == DT_SYMTAB)
+                sym = (const ElfW(Sym) *)a;
+            else if (d->d_tag == DT_STRTAB)
+                str = (const char *)a;
+            else if (d->d_tag == DT_HASH)
+                hash = (const Elf32_Word *)a;
+            else if (d->d_tag == DT_GNU_HASH)
+                gnu = (const Elf32_Word *)a;
+        }
+        Elf32_Word n = hash ? hash[1] : gnu ? gnu_hash_count(gnu) : 0; /* hash[1]: the count */
+        for (Elf32_Word i = 0; sym && str && i < n; i++)
+            if (sym[i].st_value && sym[i].st_shndx != SHN_UNDEF && !strcmp(str + sym[i].st_name, name))
+                return (void *)(l->l_addr + sym[i].st_value);
+        return NULL;
+    }
+    return NULL;
 }
 
 /* this node's handle for h (the master's), and libc's dlsym and dlvsym */
