@@ -225,7 +225,7 @@ char *dlerror(void)
 
 /* the number of symbols a GNU hash table covers: past the highest bucket's
  * chain */
-static Elf32_Word gnu_hash_count(const Elf32_Word *gh)
+__attribute__((no_sanitize("address", "undefined"))) static Elf32_Word gnu_hash_count(const Elf32_Word *gh)
 {
     Elf32_Word nbuckets = gh[0], offset = gh[1], bloom = gh[2], last = 0;
     const Elf32_Word *buckets = (const Elf32_Word *)((const ElfW(Addr) *)(gh + 4) + bloom);
@@ -244,11 +244,23 @@ static Elf32_Word gnu_hash_count(const Elf32_Word *gh)
  * which is the shim's below, nor dl_iterate_phdr, which a sanitizer may
  * intercept before it can call libc's): the link maps from ld.so's
  * _r_debug; NULL if none */
-static void *libc_sym(const char *name)
+/* (no libc string functions: a sanitizer's may not be ready) */
+__attribute__((no_sanitize("address", "undefined"))) static bool same_str(const char *a, const char *b, size_t n)
+{
+    size_t i = 0;
+    while (i < n && a[i] && a[i] == b[i])
+        i++;
+    return i == n || (!a[i] && !b[i]);
+}
+
+__attribute__((no_sanitize("address", "undefined"))) static void *libc_sym(const char *name)
 {
     for (struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-        const char *base = l->l_name ? strrchr(l->l_name, '/') : NULL;
-        if (!base || strncmp(base, "/libc.so.", 9))
+        const char *base = NULL;
+        for (const char *c = l->l_name; c && *c; c++)
+            if (*c == '/')
+                base = c;
+        if (!base || !same_str(base, "/libc.so.", 9))
             continue;
         const ElfW(Sym) *sym = NULL;
         const char *str = NULL;
@@ -267,25 +279,35 @@ static void *libc_sym(const char *name)
         }
         Elf32_Word n = hash ? hash[1] : gnu ? gnu_hash_count(gnu) : 0; /* hash[1]: the count */
         for (Elf32_Word i = 0; sym && str && i < n; i++)
-            if (sym[i].st_value && sym[i].st_shndx != SHN_UNDEF && !strcmp(str + sym[i].st_name, name))
+            if (sym[i].st_value && sym[i].st_shndx != SHN_UNDEF && same_str(str + sym[i].st_name, name, SIZE_MAX))
                 return (void *)(l->l_addr + sym[i].st_value);
         return NULL;
     }
     return NULL;
 }
 
-/* this node's handle for h (the master's), and libc's dlsym and dlvsym */
-__attribute__((visibility("hidden"))) void *(*shim_libc_dlsym)(void *, const char *);
-__attribute__((visibility("hidden"))) void *(*shim_libc_dlvsym)(void *, const char *, const char *);
-__attribute__((visibility("hidden"))) void *shim_dl_handle(void *h)
+/* this node's handle for h (the master's), and libc's dlsym and dlvsym,
+ * published together.  Called before anything is set up (a sanitizer's
+ * start, a library's constructor), so not instrumented. */
+typedef struct {
+    void *(*dlsym)(void *, const char *);
+    void *(*dlvsym)(void *, const char *, const char *);
+} libc_dl_t;
+static libc_dl_t *_Atomic libc_dl;
+__attribute__((visibility("hidden"))) void *shim_libc_dlsym, *shim_libc_dlvsym;
+__attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) void *shim_dl_handle(void *h)
 {
-    if (!shim_libc_dlsym) { /* (before any constructor: a library's may call dlsym) */
-        shim_libc_dlvsym = (void *(*)(void *, const char *, const char *))libc_sym("dlvsym");
-        shim_libc_dlsym = (void *(*)(void *, const char *))libc_sym("dlsym");
-        if (!shim_libc_dlsym || !shim_libc_dlvsym)
+    if (!atomic_load_explicit(&libc_dl, memory_order_acquire)) {
+        static libc_dl_t found;
+        found.dlsym = (void *(*)(void *, const char *))libc_sym("dlsym");
+        found.dlvsym = (void *(*)(void *, const char *, const char *))libc_sym("dlvsym");
+        if (!found.dlsym || !found.dlvsym)
             cb_die("cannot find libc's dlsym and dlvsym in its symbol table");
+        shim_libc_dlsym = (void *)found.dlsym;
+        shim_libc_dlvsym = (void *)found.dlvsym;
+        atomic_store_explicit(&libc_dl, &found, memory_order_release);
     }
-    void *l = h != RTLD_DEFAULT && h != RTLD_NEXT && cb.self != 0 ? cb_libs_local(h) : NULL;
+    void *l = h != RTLD_DEFAULT && h != RTLD_NEXT && cb_app_thread && cb.self != 0 ? cb_libs_local(h) : NULL;
     return l ? l : h;
 }
 
