@@ -13,7 +13,7 @@ __attribute__((aligned(4096))) char cables_statics_bss_begin[8192];
  * program's constructors (priority 101: before any other's) says so, and
  * the last of its destructors (101: after any other's) ends the runtime
  * (libcables/src/start.c). */
-void cables_register_end(void);
+void cables_end_in_fini(void);
 void cables_end_from_fini(void);
-__attribute__((constructor(101))) static void cables_end_last(void) { cables_register_end(); }
+__attribute__((constructor(101))) static void cables_end_last(void) { cables_end_in_fini(); }
 __attribute__((destructor(101))) static void cables_end_now(void) { cables_end_from_fini(); }

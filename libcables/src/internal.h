@@ -75,7 +75,9 @@ void cb_process_signals(sigset_t *set);
 /* start.c: the runtime's end after the program's exit handlers and
  * destructor functions: head.o's first constructor says its last
  * destructor will call cables_end_from_fini (else cables_main registers
- * the end as an exit handler) */
+ * the end as an exit handler; an earlier head.o's constructor registers it
+ * with cables_register_end) */
+void cables_end_in_fini(void);
 void cables_register_end(void);
 void cables_end_from_fini(void);
 /* start.c: C++'s standard streams made on a node other than the master */

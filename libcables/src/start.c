@@ -58,11 +58,22 @@ static void at_exit(void) { cb_node_finish(); }
  * of the program, and end in cb_node_serve. */
 static bool end_in_fini, end_registered;
 
-void cables_register_end(void)
+static void register_end(void);
+
+/* head.o's first constructor (not from a library's constructor, before the
+ * runtime started) */
+void cables_end_in_fini(void)
 {
-    /* (not from a library's constructor, before the runtime started) */
     if (app_main && cb.self == 0)
         end_in_fini = true;
+}
+
+/* the same of a program linked with an earlier head.o, which has no such
+ * destructor: the end as an exit handler, registered first */
+void cables_register_end(void)
+{
+    if (app_main)
+        register_end();
 }
 
 void cables_end_from_fini(void)
