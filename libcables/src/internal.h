@@ -510,7 +510,8 @@ enum { CB_PROC_CHDIR,    /* s1: the path */
        CB_PROC_SETLOCALE, /* arg: the category, s1: the name ("": from the environment) */
        CB_PROC_SIGACTION, /* arg: the signal, s1: its struct sigaction */
        CB_PROC_STDIO,     /* arg: bit 0 stdout, bit 1 stderr, now the master's (cb.std_master) */
-       CB_PROC_DLOPEN,    /* s1: the file, arg: the flags; *old: the handle (libs.c) */
+       CB_PROC_DLOPEN,    /* s1: the file, arg: the flags; *old: the handle; s2: out, why it
+                           * failed (CB_DLERROR_LEN bytes) (libs.c) */
        CB_PROC_DLCLOSE    /* arg: the handle */ };
 /* 0 or an error number; ENOTSUP on a node other than the master */
 int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
@@ -518,19 +519,27 @@ void cb_proc_init(void);
 void cb_proc_replay(int node);
 void cb_on_proc(const cb_msg_t *m, const void *p, size_t len);
 /* The libraries loaded with dlopen, at the same addresses on every node
- * (libs.c): a window reserved at the start; at the master, a load placed
- * (0, or ENOENT with libc's dlerror set, ENOMEM) and the payload for the
- * other nodes, undone if they failed, and a close; on another node, those
- * made, and its handle for the master's and back */
+ * (libs.c): a window reserved at the start; one load or close at a time
+ * (cb_libs_lock, held by the master from its load to the other nodes'
+ * answers; the holder's nested loads, of constructors, are parts of it);
+ * at the master a load placed (0, or an error number and why in err) and
+ * the payload for the other nodes, then kept for nodes attached later, and
+ * a close; on another node those made by its loader thread, its handle for
+ * the master's, and a wait for the loads before a thread starts */
 void cb_libs_init(void);
-int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t *outlen);
-void cb_libs_undo(void *handle);
-int cb_libs_close(void *handle);
-int cb_libs_apply_open(const void *p, size_t len);
-int cb_libs_apply_close(uint64_t handle);
-void cb_libs_replay(int k, int kind_open, int kind_close);
-void *cb_libs_cluster(void *h);
+void cb_libs_lock(void);
+void cb_libs_unlock(void);
+bool cb_libs_in_load(void);
+int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t *outlen, char *err,
+                 size_t errlen);
+size_t cb_libs_opened(int kind, const void *payload, size_t len);
+void cb_libs_forget(size_t kept);
+int cb_libs_close(int kind, void *handle, bool keep);
+void cb_libs_request(const cb_msg_t *m, const void *p, size_t len, bool open);
+void cb_libs_wait(void);
+void cb_libs_replay(int k);
 void *cb_libs_local(void *master);
+#define CB_DLERROR_LEN 512 /* the text of a failed load */
 /* Operations on a thread by its id, made on its node on its kernel thread
  * (thread.c; the shim's pthread_kill, pthread_setname_np...): each returns
  * 0 or an error number.  out (outlen bytes) receives what a TOP_GET* gives

@@ -1,25 +1,32 @@
 /* libs.c: the libraries a program loads with dlopen are the process's, so
  * every node process's, at the same addresses (a function pointer means
  * the same thing on every node, as for the program's own code).  Like the
- * libraries linked at the start, each node has its own copy of their data.
+ * libraries linked at the start, each node has its own copy of their data
+ * and runs their constructors.
  *
- * A dlopen is made at the master (proc.c: one process change at a time),
- * then on every other node up before it returns, and replayed, with the
- * dlcloses, to each node attached later.  The kernel places what ld.so maps
- * (mmap with no address): top-down, in the highest free gap that fits.  So
- * the master loads into a window every node reserves at the same address
- * (CB_LIBS_BASE), with the free gaps above it filled for the while (PROT_NONE
- * mappings, taken away after); another node makes free exactly the ranges
- * the master's new objects took, fills every other gap above them, and its
- * ld.so's mappings, made in the same order, can go nowhere else.  Each node
- * checks that its new objects are where the master's are: one that is not
- * (a mapping made meanwhile by another thread took the place, or a
- * dependency already loaded on one node only) fails the dlopen everywhere,
- * with a message naming the node and the library.
+ * A dlopen is made at the master (proc.c), then on every other node up
+ * before it returns, and replayed, with the dlcloses, to each node attached
+ * later.  The kernel places what ld.so maps (mmap with no address):
+ * top-down, in the highest free gap that fits.  So the master loads into a
+ * window every node reserves at the same address (LIBS_BASE), with the free
+ * gaps above it filled for the while (PROT_NONE mappings, taken away
+ * after); another node makes free exactly the ranges the master's new
+ * objects took (with the slack ld.so maps to align an object), fills every
+ * other gap above them, and its ld.so's mappings, made in the same order,
+ * can go nowhere else.  Each node checks that each of the master's objects
+ * is where the master has it: where one is not (a mapping made meanwhile
+ * by another thread took the place, or a dependency already loaded on one
+ * node only), the dlopen fails on every node, a message naming the node
+ * and the library.
  *
- * A handle is the master's (the link map ld.so allocated there); every other
- * node keeps its own for it, which dlsym, dlclose and dlinfo take there
- * (cb_libs_local). */
+ * Another node loads on a thread of its own (the loader), in the order the
+ * master sent, so that a constructor that touches shared data faults as
+ * any thread does (the communication thread, which serves the faults,
+ * never waits for a load); the node's application threads start once the
+ * loads sent before them are done.
+ *
+ * A handle is the master's on every node; each other node keeps its own
+ * for it, which the shim's dlsym, dlclose and dlinfo take there. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -36,10 +45,20 @@
 #define LIBS_SIZE (64ull << 30)
 #define LIBS_BASE (CB_GAS_BASE - LIBS_SIZE)
 #define LIBS_HOLE (1ull << 30) /* the most one load may take in the window */
+#define MAX_OBJS 64            /* objects one load may add */
 
-static bool window;          /* reserved here */
-static uintptr_t libs_top;    /* the window's part below is free for libraries */
-static cb_mutex_t libs_mu = CB_MUTEX_INIT; /* the maps above, one load at a time */
+static bool window;        /* reserved here */
+static uint64_t os_ps;     /* the OS page size */
+static uintptr_t libs_top; /* master: the window's part below is free for libraries */
+
+/* one load or close at a time, with its messages (master) or its maps
+ * (every node); the thread holding it makes the nested ones of the
+ * library's constructors and destructors as parts of it */
+static cb_mutex_t load_mu = CB_MUTEX_INIT;
+static __thread bool in_load;
+
+/* short: the handles and the record (never held across a load) */
+static cb_mutex_t libs_mu = CB_MUTEX_INIT;
 
 /* the master's handles and this node's (other nodes) */
 typedef struct {
@@ -51,7 +70,7 @@ static size_t nhandles, cap_handles;
 
 /* master: every open and close, in order, for the nodes attached later */
 typedef struct {
-    int kind; /* 0 open (payload), 1 close (handle) */
+    int kind; /* P_DLOPEN or P_DLCLOSE's number, as proc.c gives them */
     uint64_t handle;
     void *payload;
     size_t len;
@@ -62,7 +81,42 @@ static size_t nrecs, cap_recs;
 static int (*libc_dlclose)(void *);
 static void *(*libc_dlopen)(const char *, int);
 static int (*libc_dlinfo)(void *, int, void *); /* (the shim's takes libs_mu) */
+static char *(*libc_dlerror)(void);
 
+/* libc's dlopen and dlclose, with what ld.so allocates and what the
+ * library's constructors and destructors do the runtime's, as for the
+ * libraries loaded at the start (private memory, threads of the node) */
+static void *lib_open(const char *path, int flags)
+{
+    bool app = cb_app_thread;
+    cb_app_thread = false;
+    void *h = libc_dlopen(path, flags);
+    cb_app_thread = app;
+    return h;
+}
+
+static int lib_close(void *h)
+{
+    bool app = cb_app_thread;
+    cb_app_thread = false;
+    int rc = libc_dlclose(h);
+    cb_app_thread = app;
+    return rc;
+}
+
+void cb_libs_lock(void)
+{
+    cb_mutex_lock(&load_mu);
+    in_load = true;
+}
+
+void cb_libs_unlock(void)
+{
+    in_load = false;
+    cb_mutex_unlock(&load_mu);
+}
+
+bool cb_libs_in_load(void) { return in_load; }
 
 /* ---- this process's address space ---- */
 
@@ -158,13 +212,12 @@ static bool reserve(uintptr_t lo, uintptr_t hi)
 }
 
 /* the window's parts this node reserved (PROT_NONE, ours): only those are
- * ever unmapped for a load, never a mapping another thread made there */
+ * ever unmapped for a load, never a mapping another thread made there
+ * (load_mu) */
 static ranges_t owned;
 
-/* the parts of [lo, hi) that are ours unmapped; whether all of it was */
-static bool own_release(uintptr_t lo, uintptr_t hi)
+static void own_release(uintptr_t lo, uintptr_t hi)
 {
-    uintptr_t covered = 0;
     for (size_t i = 0; i < owned.n;) {
         range_t r = owned.r[i];
         uintptr_t a = r.lo > lo ? r.lo : lo, b = r.hi < hi ? r.hi : hi;
@@ -173,14 +226,12 @@ static bool own_release(uintptr_t lo, uintptr_t hi)
             continue;
         }
         cb_munmap((void *)a, b - a);
-        covered += b - a;
         owned.r[i] = owned.r[--owned.n]; /* what is left of it, kept */
         if (r.lo < a)
             ranges_add(&owned, r.lo, a);
         if (b < r.hi)
             ranges_add(&owned, b, r.hi);
     }
-    return covered == hi - lo;
 }
 
 /* the free parts of [lo, hi) in the window reserved (ours) */
@@ -205,11 +256,11 @@ static void window_keep(uintptr_t lo, uintptr_t hi)
 
 void cb_libs_init(void)
 {
-    libc_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-    libc_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-    libc_dlinfo = (int (*)(void *, int, void *))dlsym(RTLD_NEXT, "dlinfo");
-    if (!libc_dlopen || !libc_dlclose || !libc_dlinfo)
-        cb_die("cannot find libc's dlopen, dlclose or dlinfo");
+    os_ps = (uint64_t)sysconf(_SC_PAGESIZE);
+    libc_dlopen = (void *(*)(const char *, int))cb_libc("dlopen");
+    libc_dlclose = (int (*)(void *))cb_libc("dlclose");
+    libc_dlinfo = (int (*)(void *, int, void *))cb_libc("dlinfo");
+    libc_dlerror = (char *(*)(void))cb_libc("dlerror");
     void *p = cb_mmap((void *)LIBS_BASE, LIBS_SIZE, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     window = p == (void *)LIBS_BASE;
@@ -224,15 +275,16 @@ void cb_libs_init(void)
 
 typedef struct {
     uint64_t addr, lo, hi; /* its load bias, and the range its segments take */
+    uint64_t align;        /* its segments' alignment (ld.so maps more to get it) */
 } obj_t;
 
 static struct link_map *last_map(void)
 {
     struct link_map *l = NULL;
-    void *self = libc_dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    void *self = lib_open(NULL, RTLD_LAZY | RTLD_NOLOAD);
     if (!self || libc_dlinfo(self, RTLD_DI_LINKMAP, &l) || !l)
         cb_die("cannot find the program's link map");
-    libc_dlclose(self);
+    lib_close(self);
     while (l->l_next)
         l = l->l_next;
     return l;
@@ -249,42 +301,57 @@ static int seg_cb(struct dl_phdr_info *info, size_t size, void *p)
     seg_arg_t *a = p;
     if (info->dlpi_addr != a->addr)
         return 0;
-    uint64_t lo = UINT64_MAX, hi = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, ps = os_ps, align = ps;
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_LOAD) {
             uint64_t s = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
             uint64_t e = s + info->dlpi_phdr[i].p_memsz;
-            if (s < lo)
-                lo = s;
-            if (e > hi)
-                hi = e;
+            lo = s < lo ? s : lo;
+            hi = e > hi ? e : hi;
+            align = info->dlpi_phdr[i].p_align > align ? info->dlpi_phdr[i].p_align : align;
         }
-    if (hi > lo) {
-        uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-        a->o->lo = lo & ~(ps - 1);
-        a->o->hi = (hi + ps - 1) & ~(ps - 1);
-        return 1;
-    }
-    return 0;
+    if (hi <= lo)
+        return 0;
+    a->o->lo = lo & ~(ps - 1);
+    a->o->hi = (hi + ps - 1) & ~(ps - 1);
+    a->o->align = align;
+    return 1;
 }
 
-/* the objects after `after` in the link chain (at most max) */
+/* the objects after `after` in the link chain: how many (at most max
+ * described) */
 static size_t new_objects(struct link_map *after, obj_t *o, size_t max)
 {
     size_t n = 0;
-    for (struct link_map *l = after->l_next; l && n < max; l = l->l_next, n++) {
-        o[n] = (obj_t){ .addr = l->l_addr };
-        seg_arg_t a = { l->l_addr, &o[n] };
-        dl_iterate_phdr(seg_cb, &a);
-    }
+    for (struct link_map *l = after->l_next; l; l = l->l_next, n++)
+        if (n < max) {
+            o[n] = (obj_t){ .addr = l->l_addr };
+            seg_arg_t a = { l->l_addr, &o[n] };
+            dl_iterate_phdr(seg_cb, &a);
+        }
     return n;
+}
+
+/* whether an object is loaded here with that load bias */
+static bool loaded_at(uint64_t addr)
+{
+    for (struct link_map *l = last_map(); l; l = l->l_prev)
+        if (l->l_addr == addr)
+            return true;
+    return false;
+}
+
+/* the range ld.so first maps for o: its own and, below, the slack it maps
+ * to align it (the kernel places the whole, then ld.so cuts the slack) */
+static range_t hole_of(const obj_t *o)
+{
+    uint64_t slack = o->align > os_ps ? o->align - os_ps : 0;
+    return (range_t){ o->lo - slack, o->hi };
 }
 
 /* ---- a load, placed ---- */
 
-#define MAX_OBJS 64
-
-/* what a load sends: the flags, the objects, the master's handle, then
+/* what a load sends: the master's handle, the flags, the objects, then
  * the path */
 typedef struct {
     uint64_t handle;
@@ -292,10 +359,10 @@ typedef struct {
     obj_t obj[];
 } load_msg_t;
 
-/* Fill the gaps above `above`, except `holes`, then load.  A gap where a
+/* Fill the gaps above `above`, except the holes, then load.  A gap where a
  * mapping appeared meanwhile (another thread's) is looked at again.  The
  * fillers go after the load (each exactly where it was put). */
-static void *placed_load(const char *path, int flags, uintptr_t above, const obj_t *holes,
+static void *placed_load(const char *path, int flags, uintptr_t above, const range_t *holes,
                          size_t nholes, struct link_map **before)
 {
     ranges_t fill = { 0 };
@@ -330,7 +397,7 @@ static void *placed_load(const char *path, int flags, uintptr_t above, const obj
         free(parts.r);
     }
     *before = last_map();
-    void *h = libc_dlopen(path, flags);
+    void *h = lib_open(path, flags);
     for (size_t i = 0; i < fill.n; i++)
         cb_munmap((void *)fill.r[i].lo, fill.r[i].hi - fill.r[i].lo);
     free(fill.r);
@@ -351,20 +418,7 @@ static void handle_keep(uint64_t master, void *local)
     cb_mutex_unlock(&libs_mu);
 }
 
-/* another node: the master's handle for h, this node's or the master's
- * (NULL: neither) */
-void *cb_libs_cluster(void *h)
-{
-    void *c = NULL;
-    cb_mutex_lock(&libs_mu);
-    for (size_t i = nhandles; i-- > 0 && !c;)
-        if (handles[i].local == h || handles[i].master == (uint64_t)(uintptr_t)h)
-            c = (void *)(uintptr_t)handles[i].master;
-    cb_mutex_unlock(&libs_mu);
-    return c;
-}
-
-/* another node: its own handle for the master's */
+/* another node: its own handle for the master's (NULL: none) */
 void *cb_libs_local(void *master)
 {
     void *l = NULL;
@@ -376,8 +430,15 @@ void *cb_libs_local(void *master)
     return l;
 }
 
-static void record(int kind, uint64_t handle, const void *payload, size_t len)
+static size_t record(int kind, uint64_t handle, const void *payload, size_t len)
 {
+    size_t at;
+    void *p = NULL;
+    if (len && !(p = malloc(len)))
+        cb_die("out of memory for the libraries' record");
+    if (len)
+        memcpy(p, payload, len);
+    cb_mutex_lock(&libs_mu);
     if (nrecs == cap_recs) {
         size_t cap = cap_recs ? 2 * cap_recs : 16;
         rec_t *n = realloc(recs, cap * sizeof *n);
@@ -385,135 +446,188 @@ static void record(int kind, uint64_t handle, const void *payload, size_t len)
             cb_die("out of memory for the libraries' record");
         recs = n, cap_recs = cap;
     }
-    void *p = NULL;
-    if (len && !(p = malloc(len)))
-        cb_die("out of memory for the libraries' record");
-    if (len)
-        memcpy(p, payload, len);
-    recs[nrecs++] = (rec_t){ kind, handle, p, len };
+    recs[at = nrecs++] = (rec_t){ kind, handle, p, len };
+    cb_mutex_unlock(&libs_mu);
+    return at;
 }
 
-/* master: load file; 0 and *handle, or an error number (ENOENT: libc's
- * dlerror says why, in this thread) and *msg (malloc'd) naming it.  The
- * payload for the other nodes in *out (malloc'd), *outlen bytes. */
-int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t *outlen)
+/* the placement needs the kernel's top-down layout, which an unlimited
+ * stack (ulimit -s) or the compatibility personality replaces */
+static const char *layout_problem(void)
 {
-    cb_mutex_lock(&libs_mu);
+    struct rlimit r;
+    if (!getrlimit(RLIMIT_STACK, &r) && r.rlim_cur == RLIM_INFINITY)
+        return "the stack size limit is unlimited (ulimit -s), which makes the kernel place "
+               "mappings bottom-up";
+    int pers = personality(0xffffffff);
+    if (pers != -1 && pers & ADDR_COMPAT_LAYOUT)
+        return "the process has the compatibility address space layout";
+    return NULL;
+}
+
+/* master, holding cb_libs_lock: load file; 0, *handle and the payload for
+ * the other nodes in *out (malloc'd, *outlen bytes); or an error number
+ * and why in err */
+int cb_libs_open(const char *file, int flags, void **handle, void **out, size_t *outlen, char *err,
+                 size_t errlen)
+{
+    const char *problem = layout_problem();
+    if (problem) {
+        snprintf(err, errlen, "cables: %s cannot be loaded on every node: %s", file, problem);
+        return ENOTSUP;
+    }
     /* a hole below what earlier loads took, made free for the kernel to
      * place in: only the highest gap that fits (a mapping another thread
      * makes meanwhile, bigger than the hole, goes below the window) */
     uintptr_t hi = libs_top, lo = hi - LIBS_BASE > LIBS_HOLE ? hi - LIBS_HOLE : LIBS_BASE;
-    if (window)
-        own_release(lo, hi);
     struct link_map *before;
-    void *h = placed_load(file, flags, window ? hi : UINTPTR_MAX, NULL, 0, &before);
-    if (!h)
+    void *h = NULL;
+    /* (as on the other nodes, a gap another thread's unmapping made while
+     * the fills went in may take it: then undone, and tried again) */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        if (window)
+            own_release(lo, hi);
+        h = placed_load(file, flags, window ? hi : UINTPTR_MAX, NULL, 0, &before);
+        bool inside = true;
+        for (struct link_map *l = h ? before->l_next : NULL; l && inside; l = l->l_next)
+            inside = l->l_addr >= lo && l->l_addr < hi;
+        if (!h || !window || inside)
+            break;
+        lib_close(h);
         window_keep(lo, hi);
-    cb_mutex_unlock(&libs_mu);
-    if (!h)
-        return ENOENT;
-    struct link_map *l = NULL;
-    char path[PATH_MAX];
-    if (libc_dlinfo(h, RTLD_DI_LINKMAP, &l) || !l || !realpath(l->l_name[0] ? l->l_name : file, path)) {
-        libc_dlclose(h);
+        usleep(1000u << attempt);
+    }
+    if (!h) {
+        const char *e = libc_dlerror();
+        snprintf(err, errlen, "%s", e ? e : "cannot load the library");
+        window_keep(lo, hi);
         return ENOENT;
     }
-    size_t plen = strlen(path) + 1;
-    load_msg_t *m = malloc(sizeof *m + MAX_OBJS * sizeof(obj_t) + plen);
+    struct link_map *l = NULL;
+    char path[PATH_MAX];
+    load_msg_t *m = malloc(sizeof *m + MAX_OBJS * sizeof(obj_t) + PATH_MAX);
+    size_t n = new_objects(before, m ? m->obj : NULL, m ? MAX_OBJS : 0);
+    int rc = 0;
     if (!m) {
-        libc_dlclose(h);
-        return ENOMEM;
+        snprintf(err, errlen, "cables: out of memory for the load of %s", file);
+        rc = ENOMEM;
+    } else if (n > MAX_OBJS) {
+        snprintf(err, errlen, "cables: %s brings %zu new objects; at most %d can be loaded on "
+                 "every node at once", file, n, MAX_OBJS);
+        rc = E2BIG;
+    } else if (libc_dlinfo(h, RTLD_DI_LINKMAP, &l) || !l ||
+               !realpath(l->l_name[0] ? l->l_name : file, path)) {
+        snprintf(err, errlen, "cables: cannot name the file %s was loaded from", file);
+        rc = ENOENT;
+    }
+    if (rc) {
+        lib_close(h);
+        window_keep(lo, hi);
+        free(m);
+        return rc;
     }
     m->handle = (uint64_t)(uintptr_t)h;
     m->flags = flags;
-    m->nobj = (int32_t)new_objects(before, m->obj, MAX_OBJS);
-    cb_mutex_lock(&libs_mu);
-    for (int i = 0; i < m->nobj; i++)
+    m->nobj = (int32_t)n;
+    for (size_t i = 0; i < n; i++)
         if (m->obj[i].lo < libs_top && m->obj[i].lo >= lo)
             libs_top = m->obj[i].lo;
     window_keep(lo, hi);
-    cb_mutex_unlock(&libs_mu);
-    size_t len = sizeof *m + (size_t)m->nobj * sizeof(obj_t);
-    memmove((char *)m + len, path, plen);
+    size_t len = sizeof *m + n * sizeof(obj_t), plen = strlen(path) + 1;
+    memcpy((char *)m + len, path, plen);
     *handle = h;
     *out = m;
     *outlen = len + plen;
-    record(0, m->handle, m, *outlen);
     return 0;
 }
 
-/* master: the other nodes failed to follow: undone here */
-static void window_keep_all(void)
+/* master, holding cb_libs_lock: a load (kind: P_DLOPEN's number) kept for
+ * the nodes attached later; its place in the record */
+size_t cb_libs_opened(int kind, const void *payload, size_t len)
+{
+    return record(kind, ((const load_msg_t *)payload)->handle, payload, len);
+}
+
+/* master: a load kept that failed on another node: not replayed */
+void cb_libs_forget(size_t kept)
 {
     cb_mutex_lock(&libs_mu);
-    window_keep(LIBS_BASE, LIBS_BASE + LIBS_SIZE);
+    recs[kept].kind = -1;
+    free(recs[kept].payload);
+    recs[kept].payload = NULL;
+    recs[kept].len = 0;
     cb_mutex_unlock(&libs_mu);
 }
 
-void cb_libs_undo(void *handle)
+/* master, holding cb_libs_lock: a close (kind: P_DLCLOSE's number), kept
+ * for the nodes attached later if made and asked */
+int cb_libs_close(int kind, void *handle, bool keep)
 {
-    libc_dlclose(handle);
-    window_keep_all();
-    record(1, (uint64_t)(uintptr_t)handle, NULL, 0);
-}
-
-int cb_libs_close(void *handle)
-{
-    int rc = libc_dlclose(handle) ? EINVAL : 0;
-    window_keep_all();
-    if (!rc)
-        record(1, (uint64_t)(uintptr_t)handle, NULL, 0);
+    int rc = lib_close(handle) ? EINVAL : 0;
+    window_keep(LIBS_BASE, LIBS_BASE + LIBS_SIZE);
+    if (!rc && keep)
+        record(kind, (uint64_t)(uintptr_t)handle, NULL, 0);
     return rc;
 }
 
-/* another node: the master's load, made here (P_DLOPEN); 0 or an error
- * number, having said why */
-int cb_libs_apply_open(const void *p, size_t len)
+/* ---- another node: the loader ---- */
+
+/* Another node: the master's load, placed where the master's objects are.
+ * Another thread's mapping may change the gaps while the fills go in (an
+ * unmapping makes a gap the fills missed): a load that lands elsewhere is
+ * undone and tried again, a few times. */
+static int apply_open(const void *p, size_t len)
 {
     const load_msg_t *m = p;
     if (len < sizeof *m || m->nobj < 0 || m->nobj > MAX_OBJS ||
         len <= sizeof *m + (size_t)m->nobj * sizeof(obj_t) || ((const char *)p)[len - 1])
         cb_die("node %d: malformed library load (%zu bytes)", cb.self, len);
     const char *path = (const char *)&m->obj[m->nobj];
+    range_t holes[MAX_OBJS];
     uintptr_t above = UINTPTR_MAX;
-    cb_mutex_lock(&libs_mu);
-    /* the holes made free (in the window: where this node reserved them) */
     for (int i = 0; i < m->nobj; i++) {
-        if (m->obj[i].lo < above)
-            above = m->obj[i].lo;
-        if (window && m->obj[i].lo >= LIBS_BASE && m->obj[i].hi <= LIBS_BASE + LIBS_SIZE)
-            own_release(m->obj[i].lo, m->obj[i].hi);
+        holes[i] = hole_of(&m->obj[i]);
+        above = holes[i].lo < above ? holes[i].lo : above;
     }
-    struct link_map *before;
-    void *h = placed_load(path, m->flags, m->nobj ? above : UINTPTR_MAX, m->obj, (size_t)m->nobj, &before);
-    obj_t got[MAX_OBJS];
-    size_t n = h ? new_objects(before, got, MAX_OBJS) : 0;
-    bool same = h && n == (size_t)m->nobj;
-    for (size_t i = 0; same && i < n; i++)
-        same = got[i].addr == m->obj[i].addr;
-    if (!same && h)
-        libc_dlclose(h);
-    for (int i = 0; i < m->nobj; i++) /* (what the load did not take) */
-        window_keep(m->obj[i].lo, m->obj[i].hi);
-    cb_mutex_unlock(&libs_mu);
-    int rc = 0;
+    void *h = NULL;
+    bool placed = false;
+    for (int attempt = 0; attempt < 5 && !placed; attempt++) {
+        if (h) { /* (landed elsewhere) */
+            lib_close(h);
+            window_keep(LIBS_BASE, LIBS_BASE + LIBS_SIZE);
+            usleep(1000u << attempt);
+        }
+        for (int i = 0; i < m->nobj; i++) /* made free (in the window: where reserved) */
+            if (window && holes[i].lo >= LIBS_BASE && holes[i].hi <= LIBS_BASE + LIBS_SIZE)
+                own_release(holes[i].lo, holes[i].hi);
+        struct link_map *before;
+        h = placed_load(path, m->flags, above, holes, (size_t)m->nobj, &before);
+        placed = h != NULL;
+        for (int i = 0; placed && i < m->nobj; i++) /* (one loaded here before is fine) */
+            placed = loaded_at(m->obj[i].addr);
+        for (int i = 0; i < m->nobj; i++) /* what the load did not take */
+            window_keep(holes[i].lo, holes[i].hi);
+        if (!h)
+            break;
+    }
     if (!h) {
+        const char *e = libc_dlerror();
         fprintf(stderr, "cables: node %d: cannot load %s, which the program loaded at the master: %s\n",
-                cb.self, path, dlerror());
-        rc = ENOENT;
-    } else if (!same) {
-        fprintf(stderr, "cables: node %d: %s (or a library it needs) could not be loaded at the "
-                "address it has at the master (%zu objects here, %d there); its dlopen fails\n",
-                cb.self, path, n, m->nobj);
-        rc = EADDRINUSE;
-    } else {
-        handle_keep(m->handle, h);
+                cb.self, path, e ? e : "?");
+        return ENOENT;
     }
-    return rc;
+    if (!placed) {
+        fprintf(stderr, "cables: node %d: %s (or a library it needs) could not be loaded at the "
+                "address it has at the master; its dlopen fails\n", cb.self, path);
+        lib_close(h);
+        window_keep(LIBS_BASE, LIBS_BASE + LIBS_SIZE);
+        return EADDRINUSE;
+    }
+    handle_keep(m->handle, h);
+    return 0;
 }
 
-/* another node: the master's close, made here (P_DLCLOSE) */
-int cb_libs_apply_close(uint64_t handle)
+static int apply_close(uint64_t handle)
 {
     void *l = NULL;
     cb_mutex_lock(&libs_mu);
@@ -525,18 +639,100 @@ int cb_libs_apply_close(uint64_t handle)
         }
     cb_mutex_unlock(&libs_mu);
     if (l) {
-        libc_dlclose(l);
-        window_keep_all();
+        lib_close(l);
+        window_keep(LIBS_BASE, LIBS_BASE + LIBS_SIZE);
     }
     return 0;
 }
 
-/* master: node k attached: every load and close, in order */
-void cb_libs_replay(int k, int kind_open, int kind_close)
+typedef struct lreq {
+    struct lreq *next;
+    cb_msg_t m;
+    bool open;
+    size_t len;
+    uint8_t p[];
+} lreq_t;
+
+static cb_mutex_t lq_mu = CB_MUTEX_INIT;
+static lreq_t *lq_head, *lq_tail;
+static bool loader_started;
+static _Atomic uint32_t lq_seq;  /* the loader sleeps on it */
+static _Atomic uint32_t pending; /* loads and closes not done yet */
+
+static void *loader_main(void *unused)
 {
+    (void)unused;
+    cb_block_process_signals();
+    for (;;) {
+        cb_mutex_lock(&lq_mu);
+        while (!lq_head) {
+            uint32_t seen = atomic_load(&lq_seq);
+            cb_mutex_unlock(&lq_mu);
+            cb_futex_wait(&lq_seq, seen);
+            cb_mutex_lock(&lq_mu);
+        }
+        lreq_t *r = lq_head;
+        if (!(lq_head = r->next))
+            lq_tail = NULL;
+        cb_mutex_unlock(&lq_mu);
+        cb_libs_lock();
+        int rc = r->open ? apply_open(r->p, r->len) : apply_close(r->m.b);
+        cb_libs_unlock();
+        if (r->m.waiter) {
+            cb_msg_t a = { .type = M_REPLY, .a = (uint64_t)(int64_t)rc };
+            cb_reply(&r->m, &a, NULL, 0, false);
+        } else if (rc) { /* replayed to a node attached later: it cannot run the program */
+            cb_die("node %d (attached) cannot load a library the program loaded before", cb.self);
+        }
+        free(r);
+        atomic_fetch_sub(&pending, 1);
+        cb_futex_wake(&pending);
+    }
+    return NULL;
+}
+
+/* comm thread: a load or close of the master's, made by the loader */
+void cb_libs_request(const cb_msg_t *m, const void *p, size_t len, bool open)
+{
+    lreq_t *r = malloc(sizeof *r + len);
+    if (!r)
+        cb_die("node %d: out of memory for a library's load", cb.self);
+    r->next = NULL;
+    r->m = *m;
+    r->open = open;
+    r->len = len;
+    memcpy(r->p, p, len);
+    atomic_fetch_add(&pending, 1);
+    cb_mutex_lock(&lq_mu);
+    if (lq_tail) lq_tail->next = r; else lq_head = r;
+    lq_tail = r;
+    bool start = !loader_started;
+    loader_started = true;
+    atomic_fetch_add(&lq_seq, 1);
+    cb_mutex_unlock(&lq_mu);
+    pthread_t t;
+    if (start && cb_thread_start(&t, loader_main, NULL, true))
+        cb_die("node %d: cannot start a thread for the libraries' loads", cb.self);
+    cb_futex_wake(&lq_seq);
+}
+
+/* an application thread starting here: the loads sent before it, done */
+void cb_libs_wait(void)
+{
+    uint32_t n;
+    while ((n = atomic_load(&pending)))
+        cb_futex_wait(&pending, n);
+}
+
+/* master: node k attached: every load and close, in order */
+void cb_libs_replay(int k)
+{
+    cb_mutex_lock(&libs_mu);
     for (size_t i = 0; i < nrecs; i++) {
-        cb_msg_t m = { .type = M_PROC, .a = (uint64_t)(recs[i].kind ? kind_close : kind_open),
-                       .b = recs[i].handle };
+        if (recs[i].kind < 0)
+            continue;
+        cb_msg_t m = { .type = M_PROC, .a = (uint64_t)recs[i].kind, .b = recs[i].handle };
         cb_send(k, &m, recs[i].payload, recs[i].len, false);
     }
+    cb_mutex_unlock(&libs_mu);
 }

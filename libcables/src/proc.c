@@ -195,10 +195,46 @@ static char *env_payload(const char *name, size_t n, const char *value, size_t *
     return b;
 }
 
+/* master: a library loaded (or closed) here, then on every other node;
+ * undone here if a node could not.  Under the libraries' lock, not
+ * change_mu: the library's constructors may make changes of their own. */
+static int libs_change(int op, int64_t arg, const char *file, char *err, int64_t *old)
+{
+    char mine[CB_DLERROR_LEN];
+    if (!err)
+        err = mine;
+    err[0] = 0;
+    int rc;
+    cb_libs_lock();
+    if (op == CB_PROC_DLOPEN) {
+        void *h = NULL, *buf = NULL;
+        size_t len = 0;
+        if (!(rc = cb_libs_open(file, (int)arg, &h, &buf, &len, err, CB_DLERROR_LEN))) {
+            *old = (int64_t)(uintptr_t)h;
+            /* kept first: a node attached meanwhile gets it once or twice */
+            size_t kept = cb_libs_opened(P_DLOPEN, buf, len);
+            if ((rc = send_all(P_DLOPEN, arg, buf, len))) {
+                snprintf(err, CB_DLERROR_LEN, "cables: %s could not be loaded on every node at the "
+                         "addresses it has at the master (a node's message says why)", file);
+                cb_libs_forget(kept);
+                if (!cb_libs_close(P_DLCLOSE, h, false))
+                    send_all(P_DLCLOSE, (int64_t)(uintptr_t)h, NULL, 0);
+            }
+        }
+        free(buf);
+    } else if (!(rc = cb_libs_close(P_DLCLOSE, (void *)(uintptr_t)arg, true))) {
+        send_all(P_DLCLOSE, arg, NULL, 0);
+    }
+    cb_libs_unlock();
+    return rc;
+}
+
 int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old)
 {
     if (cb.self != 0)
         return ENOTSUP;
+    if (op == CB_PROC_DLOPEN || op == CB_PROC_DLCLOSE)
+        return libs_change(op, arg, s1, (char *)s2, old);
     char *buf = NULL;
     size_t len = 0;
     int rc = 0, kind = P_CLEARENV;
@@ -276,25 +312,6 @@ int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t 
         arg = LC_ALL;
         break;
     }
-    case CB_PROC_DLOPEN: { /* s1: the file, arg: the flags; *old: the handle */
-        void *h = NULL;
-        if ((rc = cb_libs_open(s1, (int)arg, &h, (void **)&buf, &len)))
-            break;
-        kind = P_DLOPEN;
-        *old = (int64_t)(uintptr_t)h;
-        if ((rc = send_all(kind, arg, buf, len))) { /* undone everywhere */
-            cb_libs_undo(h);
-            send_all(P_DLCLOSE, (int64_t)(uintptr_t)h, NULL, 0);
-        }
-        changed = false; /* sent; libs.c keeps it */
-        break;
-    }
-    case CB_PROC_DLCLOSE: /* arg: the handle */
-        kind = P_DLCLOSE;
-        if (!(rc = cb_libs_close((void *)(uintptr_t)arg)))
-            send_all(kind, arg, NULL, 0);
-        changed = false;
-        break;
     case CB_PROC_STDIO:
         kind = P_STDIO;
         if (arg < 1 || arg > 3)
@@ -356,7 +373,7 @@ void cb_proc_replay(int k)
         cb_send(k, &m, b, n + v, true);
     }
     cb_mutex_unlock(&rec_mu);
-    cb_libs_replay(k, P_DLOPEN, P_DLCLOSE);
+    cb_libs_replay(k);
 }
 
 /* at the start: libc's functions; at the master, its working directory and
@@ -387,12 +404,8 @@ void cb_on_proc(const cb_msg_t *m, const void *p, size_t len)
 {
     int kind = (int)m->a;
     const char *s = p;
-    if (kind == P_DLOPEN || kind == P_DLCLOSE) { /* libs.c */
-        int rc = kind == P_DLOPEN ? cb_libs_apply_open(p, len) : cb_libs_apply_close(m->b);
-        if (m->waiter) {
-            cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)rc };
-            cb_reply(m, &r, NULL, 0, false);
-        }
+    if (kind == P_DLOPEN || kind == P_DLCLOSE) { /* by the loader thread, which answers */
+        cb_libs_request(m, p, len, kind == P_DLOPEN);
         return;
     }
     bool ok = kind == P_SIG ? len == sizeof(struct sigaction) && m->b > 0 && m->b < NSIG

@@ -57,6 +57,8 @@ static void *trampoline(void *a)
     /* started by the communication thread: the program's name and CPUs, not its */
     prctl(PR_SET_NAME, cb.app_name);
     cb_numa_app_thread();
+    if (cb.self != 0) /* the libraries the master loaded before, here too */
+        cb_libs_wait();
     cb_tid = st.tid;
     cb_thr = st.thr;
     cb_app_thread = true;

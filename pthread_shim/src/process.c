@@ -179,49 +179,11 @@ char *setlocale(int category, const char *locale)
  * the same addresses (libcables/src/libs.c), so a function or object of
  * theirs that one node finds is the same on every node.  A handle is the
  * master's on every node: dlsym, dlvsym and dlinfo take the node's own for
- * it, and dlclose closes the library on every node.  (The file is looked
- * for as libcables would look for it: the program's own RUNPATH is not
- * searched.) */
-static __thread const char *dl_error; /* ours, for dlerror, once */
-
-void *dlopen(const char *file, int flags)
-{
-    if (!file || !shared_change())
-        return REAL(dlopen)(file, flags);
-    int64_t h = 0;
-    if (!change(CB_PROC_DLOPEN, flags, file, NULL, &h))
-        return (void *)(uintptr_t)h;
-    if (errno == EADDRINUSE) {
-        dl_error = "cables: the library (or one it needs) could not be loaded at the same "
-                   "address on every node (a node's message says which)";
-    } else if (cb.self != 0) { /* why, as this node's libc says it (the same file system) */
-        void *l = REAL(dlopen)(file, flags);
-        if (l) {
-            REAL(dlclose)(l);
-            dl_error = "cables: the library could not be loaded at the master";
-        }
-    }
-    return NULL;
-}
-
-int dlclose(void *handle)
-{
-    if (!shared_change())
-        return REAL(dlclose)(handle);
-    void *c = cb.self == 0 ? handle : cb_libs_cluster(handle);
-    if (!c)
-        return REAL(dlclose)(handle);
-    return change(CB_PROC_DLCLOSE, (int64_t)(uintptr_t)c, NULL, NULL, NULL) ? -1 : 0;
-}
-
-char *dlerror(void)
-{
-    const char *e = dl_error;
-    if (!e)
-        return REAL(dlerror)();
-    dl_error = NULL;
-    return (char *)e;
-}
+ * it, and dlclose closes the library on every node.  A name without '/' is
+ * looked for as ld.so would for the caller (its RUNPATH, LD_LIBRARY_PATH,
+ * the default directories), else as libcables would (the cache).  A load or
+ * close of the runtime's threads, or of a library's constructor or
+ * destructor, is the node's alone. */
 
 /* the number of symbols a GNU hash table covers: past the highest bucket's
  * chain */
@@ -240,10 +202,6 @@ __attribute__((no_sanitize("address", "undefined"))) static Elf32_Word gnu_hash_
     return last + 1;
 }
 
-/* libc's definition of name, from its symbol table (not through dlsym,
- * which is the shim's below, nor dl_iterate_phdr, which a sanitizer may
- * intercept before it can call libc's): the link maps from ld.so's
- * _r_debug; NULL if none */
 /* (no libc string functions: a sanitizer's may not be ready) */
 __attribute__((no_sanitize("address", "undefined"))) static bool same_str(const char *a, const char *b, size_t n)
 {
@@ -253,6 +211,10 @@ __attribute__((no_sanitize("address", "undefined"))) static bool same_str(const 
     return i == n || (!a[i] && !b[i]);
 }
 
+/* libc's definition of name, from its symbol table (not through dlsym,
+ * which is the shim's below, nor dl_iterate_phdr, which a sanitizer may
+ * intercept before it can call libc's): the link maps from ld.so's
+ * _r_debug; NULL if none */
 __attribute__((no_sanitize("address", "undefined"))) static void *libc_sym(const char *name)
 {
     for (struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
@@ -286,42 +248,131 @@ __attribute__((no_sanitize("address", "undefined"))) static void *libc_sym(const
     return NULL;
 }
 
-/* this node's handle for h (the master's), and libc's dlsym and dlvsym,
- * published together.  Called before anything is set up (a sanitizer's
- * start, a library's constructor), so not instrumented. */
+/* libc's dl functions, published together (looked up before anything is
+ * set up: a sanitizer's start, a library's constructor, so not
+ * instrumented); the trampolines below jump to the first three */
 typedef struct {
-    void *(*dlsym)(void *, const char *);
-    void *(*dlvsym)(void *, const char *, const char *);
+    void *dlsym, *dlvsym, *dlopen;
+    int (*dlclose)(void *);
+    char *(*dlerror)(void);
+    int (*dlinfo)(void *, int, void *);
 } libc_dl_t;
-static libc_dl_t *_Atomic libc_dl;
-__attribute__((visibility("hidden"))) void *shim_libc_dlsym, *shim_libc_dlvsym;
+__attribute__((visibility("hidden"))) libc_dl_t shim_libc_dl;
+static _Atomic bool libc_dl_found;
+
+__attribute__((no_sanitize("address", "undefined"))) static const libc_dl_t *libc_dl(void)
+{
+    if (!atomic_load_explicit(&libc_dl_found, memory_order_acquire)) {
+        libc_dl_t f = { libc_sym("dlsym"), libc_sym("dlvsym"), libc_sym("dlopen"),
+                        (int (*)(void *))libc_sym("dlclose"), (char *(*)(void))libc_sym("dlerror"),
+                        (int (*)(void *, int, void *))libc_sym("dlinfo") };
+        if (!f.dlsym || !f.dlvsym || !f.dlopen || !f.dlclose || !f.dlerror || !f.dlinfo)
+            cb_die("cannot find libc's dl functions in its symbol table");
+        shim_libc_dl = f;
+        atomic_store_explicit(&libc_dl_found, true, memory_order_release);
+    }
+    return &shim_libc_dl;
+}
+
+/* this node's handle for h (the master's) */
 __attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) void *shim_dl_handle(void *h)
 {
-    if (!atomic_load_explicit(&libc_dl, memory_order_acquire)) {
-        static libc_dl_t found;
-        found.dlsym = (void *(*)(void *, const char *))libc_sym("dlsym");
-        found.dlvsym = (void *(*)(void *, const char *, const char *))libc_sym("dlvsym");
-        if (!found.dlsym || !found.dlvsym)
-            cb_die("cannot find libc's dlsym and dlvsym in its symbol table");
-        shim_libc_dlsym = (void *)found.dlsym;
-        shim_libc_dlvsym = (void *)found.dlvsym;
-        atomic_store_explicit(&libc_dl, &found, memory_order_release);
-    }
+    libc_dl();
     void *l = h != RTLD_DEFAULT && h != RTLD_NEXT && cb_app_thread && cb.self != 0 ? cb_libs_local(h) : NULL;
     return l ? l : h;
 }
 
+/* whether a dlopen of file is the process's (else libc's, for its caller) */
+__attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) bool shim_dl_shared(const char *file)
+{
+    libc_dl();
+    return file && shared_change() && !cb_libs_in_load();
+}
+
+static __thread char dl_error[CB_DLERROR_LEN]; /* ours, for dlerror, once */
+static __thread bool dl_error_set;
+
+/* a name without '/' as ld.so looks for it for the caller: its search path
+ * (RUNPATH with $ORIGIN, LD_LIBRARY_PATH, the default directories) */
+static bool dl_resolve(const char *file, void *caller, char *out, size_t outlen)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    Dl_serinfo size;
+    if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm ||
+        libc_dl()->dlinfo(lm, RTLD_DI_SERINFOSIZE, &size))
+        return false;
+    Dl_serinfo *si = __libc_malloc(size.dls_size);
+    bool found = false;
+    if (si && !libc_dl()->dlinfo(lm, RTLD_DI_SERINFOSIZE, si) && !libc_dl()->dlinfo(lm, RTLD_DI_SERINFO, si))
+        for (unsigned i = 0; i < si->dls_cnt && !found; i++)
+            found = (size_t)snprintf(out, outlen, "%s/%s", si->dls_serpath[i].dls_name, file) < outlen &&
+                    !access(out, R_OK);
+    __libc_free(si);
+    return found;
+}
+
+/* a dlopen that is the process's (the trampoline below gives its caller) */
+__attribute__((visibility("hidden"))) void *shim_dlopen_shared(const char *file, int flags, void *caller)
+{
+    char path[PATH_MAX], err[CB_DLERROR_LEN] = "";
+    /* in private memory: the kernel reads the path */
+    char *f = __libc_malloc(PATH_MAX);
+    if (!f)
+        return errno = ENOMEM, NULL;
+    snprintf(f, PATH_MAX, "%s", strchr(file, '/') || !dl_resolve(file, caller, path, sizeof path) ? file : path);
+    int64_t h = 0;
+    int rc = cb.self == 0 ? cb_proc_change(CB_PROC_DLOPEN, flags, f, err, &h)
+                          : shim_rs_dlopen(f, flags, err, sizeof err, &h);
+    __libc_free(f);
+    if (!rc)
+        return (void *)(uintptr_t)h;
+    snprintf(dl_error, sizeof dl_error, "%s", err[0] ? err : "cables: the library could not be loaded");
+    dl_error_set = true;
+    return NULL;
+}
+
+int dlclose(void *handle)
+{
+    const libc_dl_t *d = libc_dl();
+    void *local = cb_app_thread && cb.self != 0 ? cb_libs_local(handle) : NULL;
+    if (!shared_change() || cb_libs_in_load() || (cb.self != 0 && !local))
+        return d->dlclose(local ? local : handle);
+    int rc = cb.self == 0 ? cb_proc_change(CB_PROC_DLCLOSE, (int64_t)(uintptr_t)handle, NULL, NULL, NULL)
+                          : shim_rs_proc(CB_PROC_DLCLOSE, (int64_t)(uintptr_t)handle, NULL, NULL, NULL);
+    if (rc) {
+        snprintf(dl_error, sizeof dl_error, "cables: the library could not be closed");
+        dl_error_set = true;
+    }
+    return rc ? -1 : 0;
+}
+
+char *dlerror(void)
+{
+    if (!dl_error_set)
+        return libc_dl()->dlerror();
+    dl_error_set = false;
+    return dl_error;
+}
+
+int dlinfo(void *handle, int request, void *arg)
+{
+    return libc_dl()->dlinfo(shim_dl_handle(handle), request, arg);
+}
+
 /* dlsym and dlvsym: the handle made this node's, then libc's jumped to, so
  * that libc sees the caller's return address (RTLD_NEXT searches after the
- * object that called) */
-__asm__(".text\n"
+ * object that called); dlopen: libc's jumped to for a load of the node's
+ * own (its caller's RUNPATH and $ORIGIN), else the process's with the
+ * caller.  (Three pushes keep the stack aligned at the call.) */
+__asm__(".pushsection .text\n"
         ".globl dlsym\n.type dlsym,@function\n"
         "dlsym:\n"
         "    push %rdi\n    push %rsi\n    push %rdx\n"
         "    call shim_dl_handle\n"
         "    pop %rdx\n    pop %rsi\n    pop %rdi\n"
         "    mov %rax, %rdi\n"
-        "    jmp *shim_libc_dlsym(%rip)\n"
+        "    jmp *shim_libc_dl(%rip)\n"
         ".size dlsym, .-dlsym\n"
         ".globl dlvsym\n.type dlvsym,@function\n"
         "dlvsym:\n"
@@ -329,13 +380,20 @@ __asm__(".text\n"
         "    call shim_dl_handle\n"
         "    pop %rdx\n    pop %rsi\n    pop %rdi\n"
         "    mov %rax, %rdi\n"
-        "    jmp *shim_libc_dlvsym(%rip)\n"
-        ".size dlvsym, .-dlvsym\n");
-
-int dlinfo(void *handle, int request, void *arg)
-{
-    return REAL(dlinfo)(shim_dl_handle(handle), request, arg);
-}
+        "    jmp *shim_libc_dl+8(%rip)\n"
+        ".size dlvsym, .-dlvsym\n"
+        ".globl dlopen\n.type dlopen,@function\n"
+        "dlopen:\n"
+        "    push %rdi\n    push %rsi\n    push %rdx\n"
+        "    call shim_dl_shared\n"
+        "    pop %rdx\n    pop %rsi\n    pop %rdi\n"
+        "    test %al, %al\n"
+        "    jz 1f\n"
+        "    mov (%rsp), %rdx\n"
+        "    jmp shim_dlopen_shared\n"
+        "1:  jmp *shim_libc_dl+16(%rip)\n"
+        ".size dlopen, .-dlopen\n"
+        ".popsection\n");
 
 /* ---- fork ----
  * The child of fork is a copy of its parent, its memory its own.  A

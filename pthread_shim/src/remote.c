@@ -1241,6 +1241,19 @@ int shim_rs_proc(int op, int64_t arg, const char *s1, const char *s2, int64_t *o
     return rc;
 }
 
+/* a dlopen at the master: 0 and *handle, or an error number and why in err */
+int shim_rs_dlopen(const char *file, int flags, char *err, size_t errlen, int64_t *handle)
+{
+    int64_t h = 0;
+    cb_rsys_t r = rq(RS_PROC, CB_PROC_DLOPEN, flags, P(file), P(err), P(&h), 0);
+    with_path(&r, 2);
+    with(&r, 3, RSYS_OUT | RSYS_STRING, errlen);
+    with(&r, 4, RSYS_OUT, sizeof h);
+    long rc = cb_rsys(&r); /* (the error number is the result: err comes back) */
+    *handle = h;
+    return rc < 0 ? errno : (int)rc;
+}
+
 int shim_rs_sigaction(int sig, const struct sigaction *act)
 {
     cb_rsys_t r = rq(RS_PROC, CB_PROC_SIGACTION, sig, P(act), 0, 0, 0);
@@ -1345,6 +1358,9 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     if (op == RS_CXA_ATEXIT)
         return REAL(__cxa_atexit)((void (*)(void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1],
                                   (void *)(uintptr_t)a[2]) ? (*err = ENOMEM, -1) : 0;
+    if (op == RS_PROC && a[0] == CB_PROC_DLOPEN) /* its error number, with why */
+        return cb_proc_change((int)a[0], a[1], (const char *)(uintptr_t)a[2], (char *)(uintptr_t)a[3],
+                              (int64_t *)(uintptr_t)a[4]);
     if (op == RS_PROC) /* a process change (process.c) */
         return (*err = cb_proc_change((int)a[0], a[1], (const char *)(uintptr_t)a[2],
                                       (const char *)(uintptr_t)a[3], (int64_t *)(uintptr_t)a[4]))

@@ -201,6 +201,7 @@ struct statvfs;
 int shim_rs_statvfs(const char *path, int fd, struct statvfs *st); /* path NULL: of fd */
 /* cb_proc_change made at the master: 0 or an error number */
 int shim_rs_proc(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
+int shim_rs_dlopen(const char *file, int flags, char *err, size_t errlen, int64_t *handle);
 struct sigaction;
 int shim_rs_sigaction(int sig, const struct sigaction *act);
 long shim_rs_store(long nr, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int a,
