@@ -129,15 +129,22 @@ typedef struct {
     size_t n, cap;
 } ranges_t;
 
+/* room for one more element in *arr (n used of *cap) */
+static void grow(void *arr, size_t n, size_t *cap, size_t size, const char *what)
+{
+    if (n < *cap)
+        return;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *p = realloc(*(void **)arr, c * size);
+    if (!p)
+        cb_die("out of memory for %s", what);
+    *(void **)arr = p;
+    *cap = c;
+}
+
 static void ranges_add(ranges_t *s, uintptr_t lo, uintptr_t hi)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        range_t *r = realloc(s->r, cap * sizeof *r);
-        if (!r)
-            cb_die("out of memory for the address space's map");
-        s->r = r, s->cap = cap;
-    }
+    grow(&s->r, s->n, &s->cap, sizeof *s->r, "the address space's map");
     s->r[s->n++] = (range_t){ lo, hi };
 }
 
@@ -407,13 +414,7 @@ static void *placed_load(const char *path, int flags, uintptr_t above, const ran
 static void handle_keep(uint64_t master, void *local)
 {
     cb_mutex_lock(&libs_mu);
-    if (nhandles == cap_handles) {
-        size_t cap = cap_handles ? 2 * cap_handles : 16;
-        handle_t *n = realloc(handles, cap * sizeof *n);
-        if (!n)
-            cb_die("out of memory for the libraries' handles");
-        handles = n, cap_handles = cap;
-    }
+    grow(&handles, nhandles, &cap_handles, sizeof *handles, "the libraries' handles");
     handles[nhandles++] = (handle_t){ master, local };
     cb_mutex_unlock(&libs_mu);
 }
@@ -439,13 +440,7 @@ static size_t record(int kind, uint64_t handle, const void *payload, size_t len)
     if (len)
         memcpy(p, payload, len);
     cb_mutex_lock(&libs_mu);
-    if (nrecs == cap_recs) {
-        size_t cap = cap_recs ? 2 * cap_recs : 16;
-        rec_t *n = realloc(recs, cap * sizeof *n);
-        if (!n)
-            cb_die("out of memory for the libraries' record");
-        recs = n, cap_recs = cap;
-    }
+    grow(&recs, nrecs, &cap_recs, sizeof *recs, "the libraries' record");
     recs[at = nrecs++] = (rec_t){ kind, handle, p, len };
     cb_mutex_unlock(&libs_mu);
     return at;
