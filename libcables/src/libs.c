@@ -348,12 +348,20 @@ static bool loaded_at(uint64_t addr)
     return false;
 }
 
-/* the range ld.so first maps for o: its own and, below, the slack it maps
- * to align it (the kernel places the whole, then ld.so cuts the slack) */
+/* the range ld.so first maps for o.  An object whose segments are aligned
+ * beyond the page: ld.so (glibc 2.35 and later) maps its length and one
+ * alignment more (two alignments if it is shorter), takes the aligned
+ * start inside and unmaps the rest; the master's was above lo - align, so
+ * a hole that starts at the lowest such page, exactly as long, puts it at
+ * lo again, and lies where the master's mapping did (or below, in what
+ * later loads took) */
 static range_t hole_of(const obj_t *o)
 {
-    uint64_t slack = o->align > os_ps ? o->align - os_ps : 0;
-    return (range_t){ o->lo - slack, o->hi };
+    if (o->align <= os_ps)
+        return (range_t){ o->lo, o->hi };
+    uint64_t len = o->hi - o->lo, map = len >= o->align ? len + o->align : 2 * o->align;
+    uint64_t start = o->lo - o->align + os_ps;
+    return (range_t){ start, start + map };
 }
 
 /* ---- a load, placed ---- */

@@ -140,6 +140,14 @@ TEST(CablesCc, DlopenedLibraryIsEveryNodes)
         for (int k = 1; k < 4; k++)
             EXPECT_GT(mn::node_stat(res.output, k, "locks="), 0) << res.describe();
     }
+    // a library whose segments are aligned to 2 MiB, which ld.so maps with
+    // slack to trim (Debian has such libraries)
+    auto al = mn::run({ b + "/bin/cables-cc", "-O2", "-shared", "-fPIC", "-Wl,-z,max-page-size=0x200000",
+                        src + "plugin.c", "-o", dir + "/plugin_aligned.so" });
+    ASSERT_TRUE(al.exited && al.exit_code == 0) << al.describe();
+    auto ar = mn::run_cables(4, "shm", dir + "/dlopen_main", { dir + "/plugin_aligned.so" });
+    MN_EXPECT_RUN_OK(ar, aligned);
+    EXPECT_EQ(aligned["ok"], "1") << ar.describe();
     // nodes attached after the load get it (replayed), and one of their
     // threads loads it again
     auto att = mn::run_cables(1, "shm", dir + "/dlopen_main", { dir + "/plugin.so" },
