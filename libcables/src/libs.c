@@ -285,13 +285,13 @@ typedef struct {
     uint64_t align;        /* its segments' alignment (ld.so maps more to get it) */
 } obj_t;
 
+/* the last of the link maps ld.so keeps (_r_debug's chain, which the
+ * shim's libc lookup walks too: pthread_shim/src/process.c) */
 static struct link_map *last_map(void)
 {
-    struct link_map *l = NULL;
-    void *self = lib_open(NULL, RTLD_LAZY | RTLD_NOLOAD);
-    if (!self || libc_dlinfo(self, RTLD_DI_LINKMAP, &l) || !l)
+    struct link_map *l = _r_debug.r_map;
+    if (!l)
         cb_die("cannot find the program's link map");
-    lib_close(self);
     while (l->l_next)
         l = l->l_next;
     return l;
@@ -342,7 +342,7 @@ static size_t new_objects(struct link_map *after, obj_t *o, size_t max)
 /* whether an object is loaded here with that load bias */
 static bool loaded_at(uint64_t addr)
 {
-    for (struct link_map *l = last_map(); l; l = l->l_prev)
+    for (struct link_map *l = _r_debug.r_map; l; l = l->l_next)
         if (l->l_addr == addr)
             return true;
     return false;
