@@ -311,7 +311,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_ATTACH_FAILED: cb_on_attach_failed(m); break;
     case M_NODE_IDLE: cb_on_node_idle(m); break;
     case M_LEAVE: cb_on_leave(m); break;
-    case M_LEFT: cb_on_left(m); break;
+    case M_LEFT: cb_on_left(m, p, len); break;
     case M_NODE_GONE: cb_on_node_gone(m); break;
     case M_GONE_FLUSH: cb_on_gone_flush(m); break;
     case M_KEYS: cb_rma_peer(m->src, p, len); break;

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "cables.h"
@@ -517,6 +518,18 @@ enum { CB_PROC_CHDIR,    /* s1: the path */
 int cb_proc_change(int op, int64_t arg, const char *s1, const char *s2, int64_t *old);
 void cb_proc_init(void);
 void cb_proc_replay(int node);
+/* The process's use of its machines (proc.c): what getrusage gives for
+ * RUSAGE_SELF and RUSAGE_CHILDREN and CLOCK_PROCESS_CPUTIME_ID, of this
+ * node process (cb_usage_local), or of every node process summed, those
+ * that have left included (cb_proc_usage; each node up is asked) */
+typedef struct {
+    struct rusage self, children;
+    uint64_t cpu_ns;
+} cb_usage_t;
+void cb_usage_local(cb_usage_t *u);
+void cb_usage_add(cb_usage_t *a, const cb_usage_t *b);
+void cb_proc_usage(cb_usage_t *sum);
+void cb_proc_usage_gone(int node, const void *u, size_t len); /* master: M_LEFT's payload */
 void cb_on_proc(const cb_msg_t *m, const void *p, size_t len);
 /* The libraries loaded with dlopen, at the same addresses on every node
  * (libs.c): a window reserved at the start; one load or close at a time
@@ -606,7 +619,7 @@ void cb_node_idle(void);       /* an attached node: tell the master if it has no
 void cb_node_handed(int k);    /* master: one home page of leaving node k is installed */
 void cb_on_node_idle(const cb_msg_t *m);
 void cb_on_leave(const cb_msg_t *m);
-void cb_on_left(const cb_msg_t *m);
+void cb_on_left(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_node_gone(const cb_msg_t *m);
 void cb_on_gone_flush(const cb_msg_t *m);
 /* directory.c: a leaving node sends its home pages with data to the master

@@ -605,7 +605,8 @@ void cb_on_table_ack(const cb_msg_t *m)
  *   master       asks for the locks whose queues end at k (lock.c)
  *   master -> k  M_LEAVE       k hands the master each home page it holds
  *                              data for (M_MOVE_PAGE, d=0), names the master
- *                              as their home, then M_LEFT a=count
+ *                              as their home, then M_LEFT a=count,
+ *                              payload: what k used (proc.c)
  *   master       once all are in: every page k was home of is the master's
  *                (directory); M_NODE_GONE to the other nodes, which say the
  *                same in their home caches, stop sending to k, and send k
@@ -652,8 +653,10 @@ void cb_on_leave(const cb_msg_t *m)
         return;
     }
     sent += n;
+    cb_usage_t u; /* what this process used, which the master keeps (proc.c) */
+    cb_usage_local(&u);
     cb_msg_t l = { .type = M_LEFT, .a = (uint64_t)sent };
-    cb_send(0, &l, NULL, 0, false);
+    cb_send(0, &l, &u, sizeof u, false);
 }
 
 static void leave_check(int k)
@@ -677,8 +680,9 @@ static void leave_check(int k)
     STAT_ADD(nodes_detached, 1);
 }
 
-void cb_on_left(const cb_msg_t *m)
+void cb_on_left(const cb_msg_t *m, const void *p, size_t len)
 {
+    cb_proc_usage_gone(m->src, p, len); /* before the others learn it left */
     left_count[m->src] = (int64_t)m->a;
     leave_check(m->src);
 }

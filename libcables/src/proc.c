@@ -20,12 +20,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV, P_LOCALE, P_STDIO, P_DLOPEN, P_DLCLOSE };
+enum { P_SIG, P_CWD, P_UMASK, P_SETENV, P_UNSETENV, P_CLEARENV, P_LOCALE, P_STDIO, P_DLOPEN, P_DLCLOSE,
+       P_USAGE /* a question, not a change: cb_proc_usage */ };
 
 typedef struct {
     char *name, *value; /* value NULL: unset */
@@ -398,6 +401,147 @@ void cb_proc_init(void)
     keep(P_UMASK, m, NULL);
 }
 
+/* ---- the process's use of its machines: each node process's, summed ----
+ * The kernel counts CPU time, faults and context switches per process, so
+ * a thread's clock() or getrusage saw its node's share only.  Every node
+ * up is asked at once (M_PROC P_USAGE, answered by its communication
+ * thread); the master adds what the nodes gone used, each sending its own
+ * as it leaves (M_LEFT's payload), but not for a node whose answer the
+ * asker has: none is counted twice, none left out, and the sum never goes
+ * back. */
+enum { USAGE_ALL = 0, USAGE_GONE = 1 }; /* P_USAGE b: c's nodes' own, or gone */
+static cb_mutex_t usage_mu = CB_MUTEX_INIT; /* master: short, the comm thread takes it */
+static cb_usage_t usage_gone[CB_MAX_NODES];
+
+static void tv_add(struct timeval *a, const struct timeval *b)
+{
+    a->tv_sec += b->tv_sec;
+    a->tv_usec += b->tv_usec;
+    if (a->tv_usec >= 1000000) {
+        a->tv_sec++;
+        a->tv_usec -= 1000000;
+    }
+}
+
+static void rusage_add(struct rusage *a, const struct rusage *b)
+{
+    tv_add(&a->ru_utime, &b->ru_utime);
+    tv_add(&a->ru_stime, &b->ru_stime);
+    /* the peak resident set of each process, summed: the most the cluster
+     * can have held at once */
+#define F(f) a->f += b->f;
+    F(ru_maxrss) F(ru_ixrss) F(ru_idrss) F(ru_isrss) F(ru_minflt) F(ru_majflt) F(ru_nswap)
+    F(ru_inblock) F(ru_oublock) F(ru_msgsnd) F(ru_msgrcv) F(ru_nsignals) F(ru_nvcsw) F(ru_nivcsw)
+#undef F
+}
+
+void cb_usage_add(cb_usage_t *a, const cb_usage_t *b)
+{
+    rusage_add(&a->self, &b->self);
+    rusage_add(&a->children, &b->children);
+    a->cpu_ns += b->cpu_ns;
+}
+
+void cb_usage_local(cb_usage_t *u)
+{
+    memset(u, 0, sizeof *u);
+    struct timespec ts;
+    if (syscall(SYS_getrusage, RUSAGE_SELF, &u->self) ||
+        syscall(SYS_getrusage, RUSAGE_CHILDREN, &u->children) ||
+        syscall(SYS_clock_gettime, CLOCK_PROCESS_CPUTIME_ID, &ts))
+        cb_die("node %d: cannot read the process's CPU time: %s", cb.self, strerror(errno));
+    u->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* master: node k left, having used u */
+void cb_proc_usage_gone(int k, const void *u, size_t len)
+{
+    if (len != sizeof(cb_usage_t))
+        cb_die("node 0: node %d left with a malformed account of its use (%zu bytes)", k, len);
+    cb_mutex_lock(&usage_mu);
+    memcpy(&usage_gone[k], u, len); /* copied: the payload need not be aligned */
+    cb_mutex_unlock(&usage_mu);
+}
+
+/* master: adds the nodes gone in mask (of those the asker asked) */
+static void usage_gone_add(cb_usage_t *u, uint64_t mask)
+{
+    cb_mutex_lock(&usage_mu);
+    for (int k = 1; k < CB_MAX_NODES; k++)
+        if (mask >> k & 1)
+            cb_usage_add(u, &usage_gone[k]);
+    cb_mutex_unlock(&usage_mu);
+}
+
+/* M_PROC P_USAGE, b: USAGE_ALL (this node's use; the master's with the
+ * nodes gone outside c), or USAGE_GONE (the master: the nodes gone in c) */
+static void usage_answer(const cb_msg_t *m)
+{
+    cb_usage_t u;
+    if (m->b == USAGE_GONE)
+        memset(&u, 0, sizeof u);
+    else
+        cb_usage_local(&u);
+    if (cb.self == 0)
+        usage_gone_add(&u, m->b == USAGE_GONE ? m->c : ~m->c);
+    cb_msg_t r = { .type = M_REPLY };
+    cb_reply(m, &r, &u, sizeof u, false);
+}
+
+/* the answer to w (freed), added to sum; false if none came: its node left */
+static bool usage_wait(int k, cb_waiter_t *w, cb_usage_t *sum)
+{
+    bool done;
+    while (!(done = cb_waiter_wait_until(w, cb_now_ns() + 100000000ull)) && cb_node_up(k) &&
+           !atomic_load(&cb.stopping))
+        ;
+    if (!done)
+        return false; /* the waiter is left to a late answer */
+    if (w->len != sizeof(cb_usage_t))
+        cb_die("node %d: node %d answered a question of use with %zu bytes", cb.self, k, w->len);
+    cb_usage_t u;
+    memcpy(&u, w->data, sizeof u);
+    free(w->data);
+    cb_waiter_free(w);
+    cb_usage_add(sum, &u);
+    return true;
+}
+
+void cb_proc_usage(cb_usage_t *sum)
+{
+    cb_usage_local(sum);
+    int n = atomic_load(&cb.nnodes);
+    if (n <= 1) /* no node was ever attached */
+        return;
+    cb_waiter_t *w[CB_MAX_NODES] = { 0 };
+    uint64_t asked = 1ull << cb.self, answered = asked;
+    for (int k = 1; k < n; k++)
+        if (k != cb.self && cb_node_up(k))
+            asked |= 1ull << k;
+    for (int k = 0; k < n; k++)
+        if (k != cb.self && (k == 0 || asked >> k & 1)) {
+            cb_msg_t m = { .type = M_PROC, .a = P_USAGE, .b = USAGE_ALL, .c = asked };
+            w[k] = cb_waiter_new();
+            cb_call_post(k, &m, NULL, 0, w[k]);
+        }
+    if (cb.self == 0)
+        usage_gone_add(sum, ~asked);
+    for (int k = 0; k < n; k++)
+        if (w[k] && usage_wait(k, w[k], sum))
+            answered |= 1ull << k;
+    uint64_t missing = asked & ~answered; /* left meanwhile: counted as gone */
+    if (!missing)
+        return;
+    if (cb.self == 0) {
+        usage_gone_add(sum, missing);
+        return;
+    }
+    cb_msg_t m = { .type = M_PROC, .a = P_USAGE, .b = USAGE_GONE, .c = missing };
+    cb_waiter_t *g = cb_waiter_new();
+    cb_call_post(0, &m, NULL, 0, g);
+    usage_wait(0, g, sum);
+}
+
 /* M_PROC a=kind, b=its scalar, payload: its bytes; answered (the error
  * number) if asked with a waiter, not when replayed */
 void cb_on_proc(const cb_msg_t *m, const void *p, size_t len)
@@ -406,6 +550,10 @@ void cb_on_proc(const cb_msg_t *m, const void *p, size_t len)
     const char *s = p;
     if (kind == P_DLOPEN || kind == P_DLCLOSE) { /* by the loader thread, which answers */
         cb_libs_request(m, p, len, kind == P_DLOPEN);
+        return;
+    }
+    if (kind == P_USAGE) {
+        usage_answer(m);
         return;
     }
     bool ok = kind == P_SIG ? len == sizeof(struct sigaction) && m->b > 0 && m->b < NSIG

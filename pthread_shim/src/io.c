@@ -49,7 +49,6 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -57,7 +56,6 @@
 #include <sys/statvfs.h>
 #include <dirent.h>
 #include <sys/syscall.h>
-#include <sys/times.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/time.h>
@@ -857,12 +855,6 @@ int fstatvfs(int fd, struct statvfs *st)
 int fstatvfs64(int fd, struct statvfs64 *st) { return fstatvfs(fd, (struct statvfs *)st); }
 #define CALL(x) LIBC(uname)(x)
 int uname(struct utsname *u) { STORE_T(struct utsname, u, CALL) }
-#undef CALL
-#define CALL(x) LIBC(getrusage)(who, x)
-int getrusage(int who, struct rusage *ru) { STORE_T(struct rusage, ru, CALL) }
-#undef CALL
-#define CALL(x) LIBC(times)(x)
-clock_t times(struct tms *t) { STORE_T(struct tms, t, CALL) }
 #undef CALL
 typedef int fd_pair[2];
 #define CALL(x) LIBC(pipe)((int *)(x))

@@ -371,6 +371,43 @@ TEST_P(ExitHandlers, ErrorOnNodeOneEndsTheProcessAtTheMaster)
 
 INSTANTIATE_TEST_SUITE_P(TwoNodes, ExitHandlers, ::testing::Values("shm", "tcp"));
 
+// The process's CPU time is every node's: 4 threads burn 200 ms each on 4
+// nodes, and main's clock(), clock_gettime of the process's clocks,
+// times() and getrusage(RUSAGE_SELF) grow by at least 90% of their sum
+// (before: node 0's share, about a quarter).
+class ProcessCpuTime : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ProcessCpuTime, SumsEveryNode)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = native_result("tests/posix/cputime", { "4" });
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(4, GetParam(), relinked("tests/posix/cputime"), { "4" },
+                              { { "CABLES_STATS", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    for (int k = 1; k < 4; k++) // a thread wrote its time there
+        EXPECT_GT(mn::node_stat(res.output, k, "write="), 0) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, ProcessCpuTime, ::testing::Values("shm", "tcp"));
+
+// With nodes attached for the threads, which leave once they are joined,
+// their time stays in the sum (each gives it to the master as it leaves),
+// and main's clock() never goes back while they leave.
+TEST(ProcessCpuTimeAttached, KeepsTheNodesThatLeft)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto res = mn::run_cables(1, "shm", relinked("tests/posix/cputime"), { "3", "1000" },
+                              { { "CABLES_STATS", "1" }, { "CABLES_THREADS_PER_NODE", "1" } },
+                              { "-m", "3" });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_GE(mn::node_stat(res.output, 0, "detached="), 1) << res.describe();
+}
+
 // A child of fork on node 1 that reads shared data node 1 never held dies
 // of SIGSEGV (a known limit: the child has no runtime), and says why;
 // natively it reads the data and exits 0.

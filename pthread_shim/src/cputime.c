@@ -1,0 +1,129 @@
+/* cputime.c: the process's CPU time and use are every node process's.
+ * The kernel counts them per process, so before, a thread's clock() gave
+ * its node's share only (a program timing its CPU use over 4 nodes saw a
+ * quarter of it).  An application thread's clock(),
+ * clock_gettime(CLOCK_PROCESS_CPUTIME_ID) (and the clock
+ * clock_getcpuclockid gives for its process), times() and getrusage's
+ * RUSAGE_SELF and RUSAGE_CHILDREN give the sums over every node process,
+ * those that have left included (libcables/src/proc.c, cb_proc_usage),
+ * the runtime's own threads in them as a process's are.  A thread's own
+ * clock (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD) is its own anyway.  A run
+ * of one node, the runtime's threads, and a child of fork get libc's.
+ * Each call asks every other node: tens of microseconds, not the vDSO's
+ * tens of nanoseconds, and not async-signal-safe. */
+#include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/times.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+/* libc's, looked up before any thread (the runtime's own clock readings
+ * come here too); a library constructor that runs before ours gets the
+ * system calls */
+static int (*libc_clock_gettime)(clockid_t, struct timespec *);
+static int (*libc_getrusage)(int, struct rusage *);
+static clock_t (*libc_times)(struct tms *);
+
+__attribute__((constructor)) static void cputime_init(void)
+{
+    libc_clock_gettime = (int (*)(clockid_t, struct timespec *))cb_libc("clock_gettime");
+    libc_getrusage = (int (*)(int, struct rusage *))cb_libc("getrusage");
+    libc_times = (clock_t (*)(struct tms *))cb_libc("times");
+}
+
+static bool cluster(void)
+{
+    return cb_app_thread && cb.multi && !cb.forked && atomic_load(&cb.nnodes) > 1;
+}
+
+/* The kernel's process CPU clocks of this process (its clock id
+ * CLOCK_PROCESS_CPUTIME_ID, or pid 0 or ours encoded as the kernel's
+ * MAKE_PROCESS_CPUCLOCK does): 0 sched (the one clock_getcpuclockid
+ * gives), 1 prof (user + system), 2 virt (user); -1 for any other. */
+static int process_clock(clockid_t c)
+{
+    if (c == CLOCK_PROCESS_CPUTIME_ID)
+        return 0;
+    if (c >= 0 || c & 4) /* another fixed clock, or a thread's */
+        return -1;
+    pid_t pid = (pid_t)~(c >> 3);
+    if (pid != 0 && pid != (pid_t)syscall(SYS_getpid))
+        return -1;
+    switch (c & 3) {
+    case 2: return 0;
+    case 0: return 1;
+    case 1: return 2;
+    }
+    return -1;
+}
+
+static uint64_t tv_ns(struct timeval t) { return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_usec * 1000; }
+
+int clock_gettime(clockid_t c, struct timespec *ts)
+{
+    int k;
+    if ((k = process_clock(c)) < 0 || !cluster()) {
+        if (libc_clock_gettime)
+            return libc_clock_gettime(c, ts);
+        return (int)syscall(SYS_clock_gettime, c, ts);
+    }
+    cb_usage_t u;
+    cb_proc_usage(&u);
+    uint64_t ns = k == 0 ? u.cpu_ns
+                : k == 1 ? tv_ns(u.self.ru_utime) + tv_ns(u.self.ru_stime)
+                         : tv_ns(u.self.ru_utime);
+    ts->tv_sec = (time_t)(ns / 1000000000ull);
+    ts->tv_nsec = (long)(ns % 1000000000ull);
+    return 0;
+}
+
+/* glibc's reads its clock past the shim's */
+clock_t clock(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+        return (clock_t)-1;
+    return (clock_t)(ts.tv_sec * CLOCKS_PER_SEC + ts.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
+}
+
+int getrusage(int who, struct rusage *ru)
+{
+    if (!cluster() || (who != RUSAGE_SELF && who != RUSAGE_CHILDREN) || !ru) {
+        struct rusage b;
+        if (!shared_obj(ru)) /* the kernel may store into it */
+            return libc_getrusage ? libc_getrusage(who, ru) : (int)syscall(SYS_getrusage, who, ru);
+        int r = libc_getrusage ? libc_getrusage(who, &b) : (int)syscall(SYS_getrusage, who, &b);
+        if (!r)
+            *ru = b; /* shared memory: through the fault path */
+        return r;
+    }
+    cb_usage_t u;
+    cb_proc_usage(&u);
+    *ru = who == RUSAGE_SELF ? u.self : u.children;
+    return 0;
+}
+
+static clock_t ticks(struct timeval t)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    return (clock_t)(t.tv_sec * hz + t.tv_usec / (1000000 / hz));
+}
+
+clock_t times(struct tms *t)
+{
+    struct tms b;
+    clock_t r = libc_times ? libc_times(&b) : (clock_t)syscall(SYS_times, &b);
+    if (r == (clock_t)-1 || !t)
+        return r;
+    if (cluster()) {
+        cb_usage_t u;
+        cb_proc_usage(&u);
+        b = (struct tms){ ticks(u.self.ru_utime), ticks(u.self.ru_stime),
+                          ticks(u.children.ru_utime), ticks(u.children.ru_stime) };
+    }
+    *t = b; /* shared memory: through the fault path */
+    return r;
+}
