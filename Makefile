@@ -72,7 +72,15 @@ $(BUILD)/%.o: %.c libcables/src/internal.h libcables/src/pure.h libcables/includ
 # a sanitizer build's library, and programs cables-cc builds, link its runtime
 SAN_FLAGS = $(filter -fsanitize%,$(OPT))
 
-$(LIB): $(LIB_OBJS) libcables/libcables.map
+# the list of the library's sources, rewritten when it changes: a source
+# removed relinks the library too (its objects would be newer still)
+LIB_LIST := $(BUILD)/obj/libcables.sources
+$(LIB_LIST): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LIB_SRCS)' | cmp -s - $@ || echo '$(LIB_SRCS)' > $@
+FORCE:
+
+$(LIB): $(LIB_OBJS) libcables/libcables.map $(LIB_LIST)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(SAN_FLAGS) -o $@ $(LIB_OBJS) $(DEPS_LIBS) -Wl,--version-script=libcables/libcables.map
 
@@ -242,4 +250,4 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 clean:
 	rm -rf $(BUILD) build-san
 
-.PHONY: all test test-sanitize bench bench-splash bench-openmp install clean
+.PHONY: all test test-sanitize bench bench-splash bench-openmp install clean FORCE
