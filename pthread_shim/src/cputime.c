@@ -66,9 +66,15 @@ int clock_gettime(clockid_t c, struct timespec *ts)
 {
     int k;
     if ((k = process_clock(c)) < 0 || !cluster()) {
-        if (libc_clock_gettime)
-            return libc_clock_gettime(c, ts);
-        return (int)syscall(SYS_clock_gettime, c, ts);
+        if (!shared_obj(ts))
+            return libc_clock_gettime ? libc_clock_gettime(c, ts) : (int)syscall(SYS_clock_gettime, c, ts);
+        /* shared memory (a global, a thread's stack): the CPU clocks are
+         * system calls, which cannot store into a page not present here */
+        struct timespec b;
+        int r = libc_clock_gettime ? libc_clock_gettime(c, &b) : (int)syscall(SYS_clock_gettime, c, &b);
+        if (!r)
+            *ts = b; /* through the fault path */
+        return r;
     }
     cb_usage_t u;
     cb_proc_usage(&u);

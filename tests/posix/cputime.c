@@ -7,7 +7,8 @@
  * every 50 ms for argument 2's ms (0 by default): it never goes back and
  * never falls below that (on libcables the nodes attached for the threads
  * may leave meanwhile).  Before, on 4 nodes main saw only its node's
- * share.  "CPUTIME threads_ms=T" (the sum), then RESULT ok=1 checks=N (check.h). */
+ * share.  The first thread also reads its clock, its use and times() into
+ * globals nothing touched before.  "CPUTIME threads_ms=T" (the sum), then RESULT ok=1 checks=N (check.h). */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +24,17 @@
 #define MAX_THREADS 16
 
 static long long burnt[MAX_THREADS]; /* each thread's own CPU time, ns */
+
+/* results stored into globals no thread touched before (on libcables:
+ * shared pages not present yet, where the kernel cannot store) */
+static struct {
+    char pad[8192];
+    struct timespec ts;
+    char pad2[8192];
+    struct rusage ru;
+    char pad3[8192];
+    struct tms tm;
+} untouched;
 
 static long long ts_ns(struct timespec t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
 static long long tv_ns(struct timeval t) { return t.tv_sec * 1000000000LL + t.tv_usec * 1000LL; }
@@ -52,6 +64,11 @@ static void *burn(void *arg)
 {
     long i = (long)arg;
     long long t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), r0 = rusage_ns(RUSAGE_THREAD);
+    if (i == 0) {
+        CHECK_EQ("clock_gettime_global", clock_gettime(CLOCK_THREAD_CPUTIME_ID, &untouched.ts), 0);
+        CHECK_EQ("getrusage_global", getrusage(RUSAGE_THREAD, &untouched.ru), 0);
+        CHECK("times_global", times(&untouched.tm) != (clock_t)-1);
+    }
     volatile double x = 1.0;
     while (clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0 < BURN_NS)
         for (int k = 0; k < 100000; k++)
