@@ -530,6 +530,7 @@ void cb_usage_local(cb_usage_t *u);
 void cb_usage_add(cb_usage_t *a, const cb_usage_t *b);
 void cb_proc_usage(cb_usage_t *sum);
 void cb_proc_usage_gone(int node, const void *u, size_t len); /* master: M_LEFT's payload */
+void cb_proc_usage_final(cb_usage_t *u); /* leaving: this node's use, answered from then on */
 void cb_on_proc(const cb_msg_t *m, const void *p, size_t len);
 /* The libraries loaded with dlopen, at the same addresses on every node
  * (libs.c): a window reserved at the start; one load or close at a time

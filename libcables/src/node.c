@@ -654,7 +654,7 @@ void cb_on_leave(const cb_msg_t *m)
     }
     sent += n;
     cb_usage_t u; /* what this process used, which the master keeps (proc.c) */
-    cb_usage_local(&u);
+    cb_proc_usage_final(&u);
     cb_msg_t l = { .type = M_LEFT, .a = (uint64_t)sent };
     cb_send(0, &l, &u, sizeof u, false);
 }

@@ -85,40 +85,74 @@ static const char *kind_name(int kind)
     return names[kind];
 }
 
-/* made on every other node up, each acknowledging (all asked, then each
- * answer awaited); a node that could not (a directory its file system
- * lacks) is named.  A node that leaves meanwhile may never answer: its
- * waiter is then left to the late answer. */
-static int send_all(int kind, int64_t arg, const void *p, size_t len)
+/* Asks each node of mask (m, with the payload p) at once, then awaits
+ * each answer, which answer() takes.  The waiters are libc's memory, not
+ * the thread's pool (of 16): a node that leaves meanwhile may never
+ * answer, and its waiter is left to the late answer.  Returns the nodes
+ * that answered. */
+typedef void (*answer_fn)(int k, const cb_waiter_t *w, void *arg);
+static uint64_t ask_all(uint64_t mask, const cb_msg_t *m, const void *p, size_t len,
+                        answer_fn answer, void *arg)
 {
-    int first = 0;
     cb_waiter_t *w[CB_MAX_NODES] = { 0 };
-    int n = atomic_load(&cb.nnodes);
-    for (int k = 0; k < n; k++)
-        if (k != cb.self && cb_node_open(k)) {
-            cb_msg_t m = { .type = M_PROC, .a = (uint64_t)kind, .b = (uint64_t)arg };
-            w[k] = cb_waiter_new();
-            cb_call_post(k, &m, p, len, w[k]);
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        if (mask >> k & 1) {
+            bool app = cb_app_thread;
+            cb_app_thread = false; /* libc's calloc (the shim's heap is shared) */
+            w[k] = calloc(1, sizeof *w[k]);
+            cb_app_thread = app;
+            if (!w[k])
+                cb_die("node %d: out of memory asking node %d", cb.self, k);
+            cb_msg_t c = *m;
+            cb_call_post(k, &c, p, len, w[k]);
         }
-    for (int k = 0; k < n; k++) {
+    uint64_t answered = 0;
+    for (int k = 0; k < CB_MAX_NODES; k++) {
         if (!w[k])
             continue;
         bool done;
         while (!(done = cb_waiter_wait_until(w[k], cb_now_ns() + 100000000ull)) &&
-               cb_node_open(k) && !atomic_load(&cb.stopping))
+               cb_node_up(k) && !atomic_load(&cb.stopping))
             ;
         if (!done)
             continue;
-        int rc = (int)w[k]->value;
-        cb_waiter_free(w[k]);
-        if (rc && !first)
-            first = rc;
-        if (rc && kind != P_DLOPEN) /* (that node said why) */
-            fprintf(stderr, "cables: node %d could not follow a change of %s%s%s: %s\n", k,
-                    kind_name(kind), kind == P_CWD || kind == P_LOCALE ? " to " : "",
-                    kind == P_CWD || kind == P_LOCALE ? (const char *)p : "", strerror(rc));
+        answer(k, w[k], arg);
+        free(w[k]->data); /* (libc's: not in the GAS) */
+        free(w[k]);
+        answered |= 1ull << k;
     }
-    return first;
+    return answered;
+}
+
+/* made on every other node up, each acknowledging; a node that could not
+ * (a directory its file system lacks) is named */
+typedef struct {
+    int kind, first;
+    const void *p;
+} change_t;
+
+static void change_answer(int k, const cb_waiter_t *w, void *arg)
+{
+    change_t *c = arg;
+    int rc = (int)w->value;
+    if (rc && !c->first)
+        c->first = rc;
+    if (rc && c->kind != P_DLOPEN) /* (that node said why) */
+        fprintf(stderr, "cables: node %d could not follow a change of %s%s%s: %s\n", k,
+                kind_name(c->kind), c->kind == P_CWD || c->kind == P_LOCALE ? " to " : "",
+                c->kind == P_CWD || c->kind == P_LOCALE ? (const char *)c->p : "", strerror(rc));
+}
+
+static int send_all(int kind, int64_t arg, const void *p, size_t len)
+{
+    uint64_t mask = 0;
+    for (int k = 0; k < atomic_load(&cb.nnodes); k++)
+        if (k != cb.self && cb_node_open(k))
+            mask |= 1ull << k;
+    cb_msg_t m = { .type = M_PROC, .a = (uint64_t)kind, .b = (uint64_t)arg };
+    change_t c = { kind, 0, p };
+    ask_all(mask, &m, p, len, change_answer, &c);
+    return c.first;
 }
 
 /* a private copy (libc's strdup would take the shim's malloc) */
@@ -473,6 +507,17 @@ static void usage_gone_add(cb_usage_t *u, uint64_t mask)
     cb_mutex_unlock(&usage_mu);
 }
 
+/* this node's use, frozen once it left: as the master keeps it */
+static bool usage_frozen;
+static cb_usage_t usage_final;
+
+void cb_proc_usage_final(cb_usage_t *u)
+{
+    cb_usage_local(&usage_final);
+    usage_frozen = true; /* (the comm thread's, as the answers) */
+    *u = usage_final;
+}
+
 /* M_PROC P_USAGE, b: USAGE_ALL (this node's use; the master's with the
  * nodes gone outside c), or USAGE_GONE (the master: the nodes gone in c) */
 static void usage_answer(const cb_msg_t *m)
@@ -480,6 +525,8 @@ static void usage_answer(const cb_msg_t *m)
     cb_usage_t u;
     if (m->b == USAGE_GONE)
         memset(&u, 0, sizeof u);
+    else if (usage_frozen)
+        u = usage_final;
     else
         cb_usage_local(&u);
     if (cb.self == 0)
@@ -488,23 +535,13 @@ static void usage_answer(const cb_msg_t *m)
     cb_reply(m, &r, &u, sizeof u, false);
 }
 
-/* the answer to w (freed), added to sum; false if none came: its node left */
-static bool usage_wait(int k, cb_waiter_t *w, cb_usage_t *sum)
+static void usage_take(int k, const cb_waiter_t *w, void *sum)
 {
-    bool done;
-    while (!(done = cb_waiter_wait_until(w, cb_now_ns() + 100000000ull)) && cb_node_up(k) &&
-           !atomic_load(&cb.stopping))
-        ;
-    if (!done)
-        return false; /* the waiter is left to a late answer */
     if (w->len != sizeof(cb_usage_t))
         cb_die("node %d: node %d answered a question of use with %zu bytes", cb.self, k, w->len);
     cb_usage_t u;
     memcpy(&u, w->data, sizeof u);
-    free(w->data);
-    cb_waiter_free(w);
     cb_usage_add(sum, &u);
-    return true;
 }
 
 void cb_proc_usage(cb_usage_t *sum)
@@ -513,33 +550,25 @@ void cb_proc_usage(cb_usage_t *sum)
     int n = atomic_load(&cb.nnodes);
     if (n <= 1) /* no node was ever attached */
         return;
-    cb_waiter_t *w[CB_MAX_NODES] = { 0 };
-    uint64_t asked = 1ull << cb.self, answered = asked;
+    uint64_t asked = 1ull << cb.self, ask = 0;
     for (int k = 1; k < n; k++)
         if (k != cb.self && cb_node_up(k))
             asked |= 1ull << k;
     for (int k = 0; k < n; k++)
-        if (k != cb.self && (k == 0 || asked >> k & 1)) {
-            cb_msg_t m = { .type = M_PROC, .a = P_USAGE, .b = USAGE_ALL, .c = asked };
-            w[k] = cb_waiter_new();
-            cb_call_post(k, &m, NULL, 0, w[k]);
-        }
+        if (k != cb.self && (k == 0 || asked >> k & 1))
+            ask |= 1ull << k;
+    cb_msg_t m = { .type = M_PROC, .a = P_USAGE, .b = USAGE_ALL, .c = asked };
     if (cb.self == 0)
         usage_gone_add(sum, ~asked);
-    for (int k = 0; k < n; k++)
-        if (w[k] && usage_wait(k, w[k], sum))
-            answered |= 1ull << k;
-    uint64_t missing = asked & ~answered; /* left meanwhile: counted as gone */
-    if (!missing)
+    uint64_t missing = asked & ~(ask_all(ask, &m, NULL, 0, usage_take, sum) | 1ull << cb.self);
+    if (!missing) /* else those left meanwhile: counted as gone */
         return;
     if (cb.self == 0) {
         usage_gone_add(sum, missing);
         return;
     }
-    cb_msg_t m = { .type = M_PROC, .a = P_USAGE, .b = USAGE_GONE, .c = missing };
-    cb_waiter_t *g = cb_waiter_new();
-    cb_call_post(0, &m, NULL, 0, g);
-    usage_wait(0, g, sum);
+    cb_msg_t g = { .type = M_PROC, .a = P_USAGE, .b = USAGE_GONE, .c = missing };
+    ask_all(1, &g, NULL, 0, usage_take, sum);
 }
 
 /* M_PROC a=kind, b=its scalar, payload: its bytes; answered (the error

@@ -36,11 +36,12 @@ __attribute__((constructor)) static void cputime_init(void)
 
 static bool cluster(void)
 {
-    return cb_app_thread && cb.multi && !cb.forked && atomic_load(&cb.nnodes) > 1;
+    return cb_app_thread && cb.multi && !cb.forked && atomic_load(&cb.nnodes) > 1 &&
+           !atomic_load(&cb.stopping);
 }
 
 /* The kernel's process CPU clocks of this process (its clock id
- * CLOCK_PROCESS_CPUTIME_ID, or pid 0 or ours encoded as the kernel's
+ * CLOCK_PROCESS_CPUTIME_ID, or pid 0 or a node's encoded as the kernel's
  * MAKE_PROCESS_CPUCLOCK does): 0 sched (the one clock_getcpuclockid
  * gives), 1 prof (user + system), 2 virt (user); -1 for any other. */
 static int process_clock(clockid_t c)
@@ -50,7 +51,10 @@ static int process_clock(clockid_t c)
     if (c >= 0 || c & 4) /* another fixed clock, or a thread's */
         return -1;
     pid_t pid = (pid_t)~(c >> 3);
-    if (pid != 0 && pid != (pid_t)syscall(SYS_getpid))
+    bool ours = pid == 0 || pid == (pid_t)syscall(SYS_getpid);
+    for (int k = 0; !ours && k < atomic_load(&cb.nnodes); k++) /* another node's getpid */
+        ours = cb.pids[k] == pid;
+    if (!ours)
         return -1;
     switch (c & 3) {
     case 2: return 0;
@@ -99,7 +103,7 @@ int getrusage(int who, struct rusage *ru)
 {
     if (!cluster() || (who != RUSAGE_SELF && who != RUSAGE_CHILDREN) || !ru) {
         struct rusage b;
-        if (!shared_obj(ru)) /* the kernel may store into it */
+        if (!shared_obj(ru) && !shared_obj((char *)(ru + 1) - 1)) /* the kernel may store into it */
             return libc_getrusage ? libc_getrusage(who, ru) : (int)syscall(SYS_getrusage, who, ru);
         int r = libc_getrusage ? libc_getrusage(who, &b) : (int)syscall(SYS_getrusage, who, &b);
         if (!r)

@@ -3,10 +3,11 @@
  * (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD); then main's clock(),
  * clock_gettime(CLOCK_PROCESS_CPUTIME_ID), the clock clock_getcpuclockid
  * gives for the process, times() and getrusage(RUSAGE_SELF) must each have
- * grown by at least 90% of the threads' sum.  Then main reads clock()
- * every 50 ms for argument 2's ms (0 by default): it never goes back and
- * never falls below that (on libcables the nodes attached for the threads
- * may leave meanwhile).  Before, on 4 nodes main saw only its node's
+ * grown by at least 90% of the threads' sum.  Then a new thread (on
+ * libcables: on another node), then main, read clock() every 50 ms for
+ * argument 2's ms (0 by default: once): it never goes back and never falls
+ * below that (on libcables the nodes attached for the threads may leave
+ * meanwhile), and the reader's clock of main's clock_getcpuclockid neither.  Before, on 4 nodes main saw only its node's
  * share.  The first thread also reads its clock, its use and times() into
  * globals nothing touched before.  "CPUTIME threads_ms=T" (the sum), then RESULT ok=1 checks=N (check.h). */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
@@ -79,6 +80,26 @@ static void *burn(void *arg)
     return NULL;
 }
 
+static long long want; /* 90% of the threads' sum, ns */
+
+/* clock() every 50 ms for ms: never below c0 + want, never going back
+ * from last; and the clock of clock_getcpuclockid made by main */
+struct poll { long long c0, last; long ms; clockid_t pc; long long q0; };
+static void *reader(void *arg)
+{
+    struct poll *p = arg;
+    CHECK_GE("reader_getcpuclockid_ms", (clock_ns(p->pc) - p->q0) / 1000000, want / 1000000);
+    for (long waited = 0; waited <= p->ms; waited += 50) {
+        long long c = (long long)clock() * (1000000000LL / CLOCKS_PER_SEC);
+        CHECK_GE("clock_monotonic", c, p->last);
+        CHECK_GE("clock_poll_ms", (c - p->c0) / 1000000, want / 1000000);
+        p->last = c;
+        if (waited < p->ms)
+            usleep(50000);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     check_start();
@@ -89,7 +110,7 @@ int main(int argc, char **argv)
         return 2;
     }
     clockid_t pc;
-    CHECK_EQ("clock_getcpuclockid", clock_getcpuclockid(0, &pc), 0);
+    CHECK_EQ("clock_getcpuclockid", clock_getcpuclockid(getpid(), &pc), 0);
     long long c0 = (long long)clock() * (1000000000LL / CLOCKS_PER_SEC);
     long long p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID), q0 = clock_ns(pc);
     long long r0 = rusage_ns(RUSAGE_SELF), t0 = times_ns();
@@ -102,8 +123,9 @@ int main(int argc, char **argv)
     long long sum = 0;
     for (int i = 0; i < n; i++)
         sum += burnt[i];
-    long long want = sum / 10 * 9, tick = 1000000000LL / sysconf(_SC_CLK_TCK);
+    long long tick = 1000000000LL / sysconf(_SC_CLK_TCK);
 
+    want = sum / 10 * 9;
     long long c1 = (long long)clock() * (1000000000LL / CLOCKS_PER_SEC);
     CHECK_GE("clock_ms", (c1 - c0) / 1000000, want / 1000000);
     CHECK_GE("process_cputime_ms", (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - p0) / 1000000, want / 1000000);
@@ -111,14 +133,14 @@ int main(int argc, char **argv)
     CHECK_GE("rusage_self_ms", (rusage_ns(RUSAGE_SELF) - r0) / 1000000, want / 1000000);
     CHECK_GE("times_ms", (times_ns() - t0 + 2 * tick) / 1000000, want / 1000000);
 
-    long long last = c1;
-    for (long waited = 0; waited < poll_ms; waited += 50) {
-        usleep(50000);
-        long long c = (long long)clock() * (1000000000LL / CLOCKS_PER_SEC);
-        CHECK_GE("clock_monotonic", c, last);
-        CHECK_GE("clock_poll_ms", (c - c0) / 1000000, want / 1000000);
-        last = c;
-    }
+    /* a thread started now (on libcables: on another node) sees the same,
+     * and so does main while the attached nodes may leave */
+    pthread_t r;
+    struct poll rp = { c0, c1, poll_ms, pc, q0 };
+    CHECK_EQ("create_reader", pthread_create(&r, NULL, reader, &rp), 0);
+    CHECK_EQ("join_reader", pthread_join(r, NULL), 0);
+    struct poll mp = { c0, c1, poll_ms, pc, q0 };
+    reader(&mp);
     printf("CPUTIME threads_ms=%lld\n", sum / 1000000);
     return check_finish();
 }
