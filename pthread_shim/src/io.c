@@ -26,10 +26,14 @@
  *
  * Calls that store small results or wait (the stat family, pipe, accept,
  * socket options and addresses, sleeps, poll, select, epoll...) go
- * through copies instead (below: "other calls").
+ * through copies instead (below: "other calls"), and so do the queries
+ * (clock_getres, getrlimit, prlimit, sysinfo, getitimer, setitimer,
+ * timer_gettime, timer_settime, sigpending, sched_getaffinity,
+ * sched_getparam, sched_rr_get_interval, getgroups, getresuid, getresgid,
+ * getentropy; cputime.c: clock_gettime, getrusage, times).
  *
- * Not covered: other system calls taking buffers (recvmmsg, ioctl,
- * sched_getaffinity, ...), the unlocked and wide stdio variants,
+ * Not covered: other system calls taking buffers (recvmmsg, sendmmsg,
+ * mincore, sigtimedwait, ...), the unlocked and wide stdio variants,
  * fflush(NULL) and the flush of every stream at exit; a transfer that
  * comes back short because a page was invalidated mid-call is not redone
  * (it is a legal short count).  A buffer in unallocated shared memory is a
@@ -47,7 +51,10 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <sys/random.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -84,7 +91,7 @@ static inline bool overlaps(uintptr_t a, size_t n)
 }
 
 /* this thread's call on [p, p+n) needs preparing */
-static inline bool ours(const void *p, size_t n)
+static inline __attribute__((always_inline)) bool ours(const void *p, size_t n)
 {
     return overlaps((uintptr_t)p, n) && cb_app_thread;
 }
@@ -1264,6 +1271,161 @@ int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sig
         return LIBC(epoll_pwait)(ep, evs, max, timeout, km);
     EPOLL(LIBC(epoll_pwait)(ep, c, max, timeout, km))
 }
+
+/* ---- queries of the process, its scheduling and its clocks: a result
+ * stored into a copy, an argument read into one ---- */
+
+/* a T the kernel stores at p: p_k is what it is given */
+#define OUT(T, p)                                                            \
+    T p##_b;                                                                 \
+    T *p##_k = ours(p, sizeof(T)) ? (memset(&p##_b, 0, sizeof p##_b), &p##_b) : (p)
+#define OUT_END(p, ok)                                                       \
+    if ((ok) && p##_k == &p##_b)                                             \
+        *(p) = p##_b
+/* a T the kernel reads at p */
+#define IN(T, p) T p##_b; const T *p##_k = ours(p, sizeof(T)) ? (p##_b = *(p), &p##_b) : (p)
+
+int clock_getres(clockid_t c, struct timespec *res)
+{
+    OUT(struct timespec, res);
+    int r = LIBC(clock_getres)(c, res_k);
+    OUT_END(res, r == 0);
+    return r;
+}
+
+int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
+{
+    OUT(struct rlimit, rl);
+    int r = LIBC(getrlimit)(res, rl_k);
+    OUT_END(rl, r == 0);
+    return r;
+}
+
+int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nw, struct rlimit *old)
+{
+    IN(struct rlimit, nw);
+    OUT(struct rlimit, old);
+    int r = LIBC(prlimit)(pid, res, nw_k, old_k);
+    OUT_END(old, r == 0);
+    return r;
+}
+
+/* struct rlimit64 is struct rlimit on 64-bit Linux (libc's *64 are aliases) */
+_Static_assert(sizeof(struct rlimit64) == sizeof(struct rlimit), "rlimit64 is rlimit");
+int getrlimit64(__rlimit_resource_t res, struct rlimit64 *rl) { return getrlimit(res, (struct rlimit *)rl); }
+int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *nw, struct rlimit64 *old)
+{
+    return prlimit(pid, res, (const struct rlimit *)nw, (struct rlimit *)old);
+}
+
+int sysinfo(struct sysinfo *si)
+{
+    OUT(struct sysinfo, si);
+    int r = LIBC(sysinfo)(si_k);
+    OUT_END(si, r == 0);
+    return r;
+}
+
+int getitimer(__itimer_which_t which, struct itimerval *v)
+{
+    OUT(struct itimerval, v);
+    int r = LIBC(getitimer)(which, v_k);
+    OUT_END(v, r == 0);
+    return r;
+}
+
+int setitimer(__itimer_which_t which, const struct itimerval *restrict nw, struct itimerval *restrict old)
+{
+    IN(struct itimerval, nw);
+    OUT(struct itimerval, old);
+    int r = LIBC(setitimer)(which, nw_k, old_k);
+    OUT_END(old, r == 0);
+    return r;
+}
+
+int timer_gettime(timer_t t, struct itimerspec *v)
+{
+    OUT(struct itimerspec, v);
+    int r = LIBC(timer_gettime)(t, v_k);
+    OUT_END(v, r == 0);
+    return r;
+}
+
+int timer_settime(timer_t t, int flags, const struct itimerspec *restrict nw, struct itimerspec *restrict old)
+{
+    IN(struct itimerspec, nw);
+    OUT(struct itimerspec, old);
+    int r = LIBC(timer_settime)(t, flags, nw_k, old_k);
+    OUT_END(old, r == 0);
+    return r;
+}
+
+int sigpending(sigset_t *set)
+{
+    OUT(sigset_t, set);
+    int r = LIBC(sigpending)(set_k);
+    OUT_END(set, r == 0);
+    return r;
+}
+
+int sched_getparam(pid_t pid, struct sched_param *sp)
+{
+    OUT(struct sched_param, sp);
+    int r = LIBC(sched_getparam)(pid, sp_k);
+    OUT_END(sp, r == 0);
+    return r;
+}
+
+int sched_rr_get_interval(pid_t pid, struct timespec *t)
+{
+    OUT(struct timespec, t);
+    int r = LIBC(sched_rr_get_interval)(pid, t_k);
+    OUT_END(t, r == 0);
+    return r;
+}
+
+#define GETRES(name, T)                                                      \
+    int name(T *r, T *e, T *s)                                               \
+    {                                                                        \
+        OUT(T, r);                                                           \
+        OUT(T, e);                                                           \
+        OUT(T, s);                                                           \
+        int rc = LIBC(name)(r_k, e_k, s_k);                                  \
+        OUT_END(r, rc == 0);                                                 \
+        OUT_END(e, rc == 0);                                                 \
+        OUT_END(s, rc == 0);                                                 \
+        return rc;                                                           \
+    }
+GETRES(getresuid, uid_t)
+GETRES(getresgid, gid_t)
+
+/* n bytes the kernel stores at p, returning what libc's call returns;
+ * call(x) makes it on x: into a copy where p is ours (ok(r): stored) */
+#define STORE_N(p, n, call, ok)                                              \
+    if (!ours(p, n))                                                         \
+        return call(p);                                                      \
+    char local[512], *c = copy_of(local, sizeof local, (n) ? (n) : 1);      \
+    if (!c)                                                                  \
+        return errno = ENOMEM, -1;                                           \
+    __typeof__(call(p)) r = call(c);                                         \
+    if (ok)                                                                  \
+        memcpy(p, c, n);                                                     \
+    copy_done(c, local);                                                     \
+    return r;
+
+#define CALL(x) LIBC(sched_getaffinity)(pid, n, (cpu_set_t *)(x))
+int sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set) { STORE_N(set, n, CALL, r == 0) }
+#undef CALL
+#define CALL(x) LIBC(getgroups)(size, (gid_t *)(x))
+int getgroups(int size, gid_t list[])
+{
+    size_t n = size > 0 ? (size_t)size * sizeof(gid_t) : 0;
+    STORE_N(list, n, CALL, r > 0)
+}
+#undef CALL
+#define CALL(x) LIBC(getentropy)(x, n)
+int getentropy(void *buf, size_t n) { STORE_N(buf, n, CALL, r == 0) }
+#undef CALL
 
 /* ---- stdio: the FILE's buffer (glibc's public struct _IO_FILE) ---- */
 

@@ -8,8 +8,12 @@
  * pipe, pipe2, socketpair, bind, connect, accept, accept4, getsockname,
  * getpeername, setsockopt, getsockopt, nanosleep, clock_nanosleep, uname,
  * getcwd, readlink, getrusage, times, poll, ppoll, select, pselect,
- * epoll_ctl and epoll_wait.  The helper then checks that what the kernel
- * stored reached it.  Descriptors are used only by main (they are per
+ * epoll_ctl and epoll_wait, and the queries clock_gettime (of a CPU clock),
+ * clock_getres, getrlimit, prlimit, sysinfo, getitimer, setitimer,
+ * timer_settime, timer_gettime, sigpending, sched_getaffinity,
+ * sched_getparam, sched_rr_get_interval, getgroups, getresuid, getresgid
+ * and getentropy.  The helper then checks that what the kernel stored
+ * reached it.  Descriptors are used only by main (they are per
  * node process).
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
@@ -21,11 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/times.h>
 #include <sys/un.h>
@@ -40,7 +46,10 @@ enum {
     P_PATH, P_LINK, P_SOCKPATH, P_ST_STAT, P_ST_LSTAT, P_ST_FSTAT, P_ST_AT, P_STX,
     P_PIPE, P_PIPE2, P_SV, P_ADDR, P_PEER, P_PEERLEN, P_NAME, P_NAMELEN, P_PEER4, P_PEER4LEN,
     P_OPT_IN, P_OPT_OUT, P_OPTLEN, P_REQ, P_REM, P_REQ2, P_UTS, P_CWD, P_LBUF, P_RU, P_TMS,
-    P_PFD, P_PFD2, P_TS, P_RSET, P_WSET, P_TV, P_RSET2, P_EV_CTL, P_EVS, NPG
+    P_PFD, P_PFD2, P_TS, P_RSET, P_WSET, P_TV, P_RSET2, P_EV_CTL, P_EVS,
+    P_CPUTS, P_RES, P_RL, P_PRL_NEW, P_PRL_OLD, P_SI, P_ITV, P_ITV_NEW, P_ITV_OLD, P_TM_NEW,
+    P_TM_OLD, P_TM, P_SIGSET, P_AFF, P_SP, P_RR, P_GROUPS, P_UID, P_UID2, P_UID3, P_GID, P_GID2,
+    P_GID3, P_ENTROPY, NPG
 };
 static unsigned char *pg;
 #define PG(i) ((void *)(pg + (size_t)(i) * PGSZ))
@@ -49,6 +58,8 @@ static char path[64], link_path[80], sock_path[108], cwd[4096]; /* main's */
 static long file_size;
 static int fdnum[4]; /* main's pipe ends, then its epoll descriptor */
 static int fds_made[6]; /* what pipe, pipe2, socketpair returned, main's */
+static struct rlimit core_rl; /* main's, read into its own memory */
+static int ngroups;
 static struct gate to_helper = GATE_INITIALIZER, to_main = GATE_INITIALIZER;
 
 static void *helper(void *arg)
@@ -70,6 +81,9 @@ static void *helper(void *arg)
     *(socklen_t *)PG(P_OPTLEN) = sizeof(struct timeval);
     *(struct timespec *)PG(P_REQ) = (struct timespec){ 0, 1000000 };
     *(struct timespec *)PG(P_REQ2) = (struct timespec){ 0, 1000000 };
+    *(struct rlimit *)PG(P_PRL_NEW) = core_rl; /* the limit it has: no change */
+    *(struct itimerval *)PG(P_ITV_NEW) = (struct itimerval){ { 0, 0 }, { 0, 0 } }; /* none */
+    *(struct itimerspec *)PG(P_TM_NEW) = (struct itimerspec){ { 0, 0 }, { 100, 0 } };
     gate_set(&to_main, 1);
 
     /* main's descriptors are known: the inputs of the waits */
@@ -116,6 +130,27 @@ static void *helper(void *arg)
     CHECK("h_select_set", FD_ISSET(fdnum[0], (fd_set *)PG(P_RSET)));
     CHECK("h_pselect_set", FD_ISSET(fdnum[0], (fd_set *)PG(P_RSET2)));
     CHECK_EQ("h_epoll_data", ((struct epoll_event *)PG(P_EVS))[0].data.u64, 0x1234567890ULL);
+    CHECK_GT("h_clock_cpu", ((struct timespec *)PG(P_CPUTS))->tv_sec * 1000000000L +
+                                ((struct timespec *)PG(P_CPUTS))->tv_nsec, 0);
+    CHECK("h_clock_getres", ((struct timespec *)PG(P_RES))->tv_nsec > 0 &&
+                            ((struct timespec *)PG(P_RES))->tv_nsec < 1000000);
+    CHECK_EQ("h_getrlimit", ((struct rlimit *)PG(P_RL))->rlim_cur, core_rl.rlim_cur);
+    CHECK_EQ("h_prlimit_old", ((struct rlimit *)PG(P_PRL_OLD))->rlim_max, core_rl.rlim_max);
+    CHECK_GT("h_sysinfo_ram", ((struct sysinfo *)PG(P_SI))->totalram, 0);
+    CHECK_EQ("h_getitimer", ((struct itimerval *)PG(P_ITV))->it_value.tv_sec, 0);
+    CHECK_EQ("h_setitimer_old", ((struct itimerval *)PG(P_ITV_OLD))->it_value.tv_usec, 0);
+    CHECK_EQ("h_timer_settime_old", ((struct itimerspec *)PG(P_TM_OLD))->it_value.tv_sec, 0);
+    CHECK("h_timer_gettime", ((struct itimerspec *)PG(P_TM))->it_value.tv_sec > 90 &&
+                             ((struct itimerspec *)PG(P_TM))->it_value.tv_sec <= 100);
+    CHECK("h_sigpending", !sigismember((sigset_t *)PG(P_SIGSET), SIGUSR1));
+    CHECK_GE("h_sched_getaffinity", CPU_COUNT((cpu_set_t *)PG(P_AFF)), 1);
+    CHECK_EQ("h_sched_getparam", ((struct sched_param *)PG(P_SP))->sched_priority, 0);
+    CHECK_GE("h_sched_rr", ((struct timespec *)PG(P_RR))->tv_nsec, 0);
+    CHECK_EQ("h_getresuid", *(uid_t *)PG(P_UID), getuid());
+    CHECK_EQ("h_getresgid", *(gid_t *)PG(P_GID3), getgid());
+    if (ngroups > 0) /* (the list's own order: its first is some group of ours) */
+        CHECK("h_getgroups", *(gid_t *)PG(P_GROUPS) != (gid_t)0xEEEEEEEE);
+    CHECK("h_getentropy", memcmp(PG(P_ENTROPY), (unsigned char[16]){ [0 ... 15] = 0xEE }, 16) != 0);
     return NULL;
 }
 
@@ -142,6 +177,31 @@ static void files(void)
     CHECK("times_remote", times(PG(P_TMS)) != (clock_t)-1);
     CHECK_EQ("nanosleep_remote", nanosleep(PG(P_REQ), PG(P_REM)), 0);
     CHECK_EQ("clock_nanosleep_remote", clock_nanosleep(CLOCK_MONOTONIC, 0, PG(P_REQ2), PG(P_REM)), 0);
+}
+
+static void queries(void)
+{
+    CHECK_EQ("clock_gettime_cpu_remote", clock_gettime(CLOCK_THREAD_CPUTIME_ID, PG(P_CPUTS)), 0);
+    CHECK_EQ("clock_getres_remote", clock_getres(CLOCK_MONOTONIC, PG(P_RES)), 0);
+    CHECK_EQ("getrlimit_remote", getrlimit(RLIMIT_CORE, PG(P_RL)), 0);
+    CHECK_EQ("prlimit_remote", prlimit(0, RLIMIT_CORE, PG(P_PRL_NEW), PG(P_PRL_OLD)), 0);
+    CHECK_EQ("sysinfo_remote", sysinfo(PG(P_SI)), 0);
+    CHECK_EQ("getitimer_remote", getitimer(ITIMER_VIRTUAL, PG(P_ITV)), 0);
+    CHECK_EQ("setitimer_remote", setitimer(ITIMER_VIRTUAL, PG(P_ITV_NEW), PG(P_ITV_OLD)) /* (not alarm's: check.h's watchdog) */, 0);
+    timer_t tm;
+    struct sigevent ev = { .sigev_notify = SIGEV_NONE };
+    CHECK_EQ("timer_create", timer_create(CLOCK_MONOTONIC, &ev, &tm), 0);
+    CHECK_EQ("timer_settime_remote", timer_settime(tm, 0, PG(P_TM_NEW), PG(P_TM_OLD)), 0);
+    CHECK_EQ("timer_gettime_remote", timer_gettime(tm, PG(P_TM)), 0);
+    CHECK_EQ("timer_delete", timer_delete(tm), 0);
+    CHECK_EQ("sigpending_remote", sigpending(PG(P_SIGSET)), 0);
+    CHECK_EQ("sched_getaffinity_remote", sched_getaffinity(0, sizeof(cpu_set_t), PG(P_AFF)), 0);
+    CHECK_EQ("sched_getparam_remote", sched_getparam(0, PG(P_SP)), 0);
+    CHECK_EQ("sched_rr_get_interval_remote", sched_rr_get_interval(0, PG(P_RR)), 0);
+    CHECK_EQ("getgroups_remote", getgroups(ngroups, PG(P_GROUPS)), ngroups);
+    CHECK_EQ("getresuid_remote", getresuid(PG(P_UID), PG(P_UID2), PG(P_UID3)), 0);
+    CHECK_EQ("getresgid_remote", getresgid(PG(P_GID), PG(P_GID2), PG(P_GID3)), 0);
+    CHECK_EQ("getentropy_remote", getentropy(PG(P_ENTROPY), 16), 0);
 }
 
 static void descriptors(void)
@@ -200,11 +260,17 @@ int main(void)
     CHECK_EQ("symlink", symlink(path, link_path), 0);
     snprintf(sock_path, sizeof sock_path, "%s.sock", path);
     CHECK("cwd", getcwd(cwd, sizeof cwd) != NULL);
+    CHECK_EQ("getrlimit", getrlimit(RLIMIT_CORE, &core_rl), 0);
+    ngroups = getgroups(0, NULL);
+    CHECK_GE("getgroups", ngroups, 0);
+    if (ngroups > PGSZ / (int)sizeof(gid_t))
+        ngroups = 0;
 
     pthread_t t;
     CHECK_ERR("create", pthread_create(&t, NULL, helper, NULL), 0);
     CHECK("gate_1", gate_wait(&to_main, 1));
     files();
+    queries();
     descriptors();
 
     int pp[2];
