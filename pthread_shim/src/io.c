@@ -13,7 +13,8 @@
  * cost of a range check.
  *
  * Covered: read, write, pread, pwrite, readv, writev, preadv, pwritev
- * (and their 64 names), recv, send, recvfrom, sendto, recvmsg, sendmsg, the
+ * (and their 64 names), recv, send, recvfrom, sendto, recvmsg, sendmsg,
+ * recvmmsg, sendmmsg, the
  * _FORTIFY_SOURCE entry points of the reads (__read_chk and the like), and
  * the path argument of open, openat, creat, fopen and the calls on paths
  * (below; on another node than the master they are made there).
@@ -32,8 +33,8 @@
  * sched_getparam, sched_rr_get_interval, getgroups, getresuid, getresgid,
  * getentropy; cputime.c: clock_gettime, getrusage, times).
  *
- * Not covered: other system calls taking buffers (recvmmsg, sendmmsg,
- * mincore, sigtimedwait, ...), the unlocked and wide stdio variants,
+ * Not covered: other system calls taking buffers (mincore, sigtimedwait,
+ * ...), the unlocked and wide stdio variants,
  * fflush(NULL) and the flush of every stream at exit; a transfer that
  * comes back short because a page was invalidated mid-call is not redone
  * (it is a legal short count).  A buffer in unallocated shared memory is a
@@ -384,6 +385,82 @@ ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
     if (!m || !msg_ours(m))
         return LIBC(sendmsg)(fd, m, flags);
     return RETRY(msg_present(m, false), LIBC(sendmsg)(fd, m, flags));
+}
+
+/* sendmmsg and recvmmsg: each message's header and buffers, and the
+ * lengths the kernel stores in the vector.  On a master's descriptor
+ * (another node) one sendmsg or recvmsg at a time there, as the kernel
+ * makes them: the count made, or -1 if none was (a later one's error
+ * comes at the next call, as the kernel's); MSG_WAITFORONE waits for the
+ * first only, and a timeout ends the receiving after a message. */
+static bool mmsg_ours(const struct mmsghdr *v, unsigned n)
+{
+    if (ours(v, (size_t)n * sizeof *v))
+        return true;
+    for (unsigned i = 0; i < n; i++)
+        if (msg_ours(&v[i].msg_hdr))
+            return true;
+    return false;
+}
+
+static void mmsg_present(const struct mmsghdr *v, unsigned n, bool write)
+{
+    present(v, (size_t)n * sizeof *v, true); /* the lengths */
+    for (unsigned i = 0; i < n; i++)
+        msg_present(&v[i].msg_hdr, write);
+}
+
+enum { MMSG_MAX = 1024 }; /* the kernel's UIO_MAXIOV: more are not made */
+
+int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+    if (n > MMSG_MAX)
+        n = MMSG_MAX;
+    if (shim_remote_fd(fd) && v) {
+        unsigned i = 0;
+        for (ssize_t r; i < n && (r = shim_rs_sendmsg(fd, &v[i].msg_hdr, flags)) >= 0; i++)
+            v[i].msg_len = (unsigned)r;
+        return i ? (int)i : -1;
+    }
+    if (!v || !mmsg_ours(v, n))
+        return LIBC(sendmmsg)(fd, v, n, flags);
+    return RETRY(mmsg_present(v, n, false), LIBC(sendmmsg)(fd, v, n, flags));
+}
+
+int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *timeout)
+{
+    if (n > MMSG_MAX)
+        n = MMSG_MAX;
+    if (shim_remote_fd(fd) && v) {
+        uint64_t end = 0;
+        if (timeout) {
+            if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000)
+                return errno = EINVAL, -1;
+            end = cb_now_ns() + (uint64_t)timeout->tv_sec * 1000000000ull + (uint64_t)timeout->tv_nsec;
+        }
+        unsigned i = 0;
+        for (ssize_t r; i < n; i++) {
+            int f = flags & ~MSG_WAITFORONE;
+            if (i && flags & MSG_WAITFORONE)
+                f |= MSG_DONTWAIT;
+            if ((r = shim_rs_recvmsg(fd, &v[i].msg_hdr, f)) < 0)
+                break;
+            v[i].msg_len = (unsigned)r;
+            if (timeout && cb_now_ns() >= end) {
+                i++;
+                break;
+            }
+        }
+        if (timeout) { /* what is left, as the kernel stores it */
+            uint64_t now = cb_now_ns(), left = now < end ? end - now : 0;
+            *timeout = (struct timespec){ (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
+        }
+        return i ? (int)i : -1;
+    }
+    if (!v || (!mmsg_ours(v, n) && !ours(timeout, sizeof *timeout)))
+        return LIBC(recvmmsg)(fd, v, n, flags, timeout);
+    return RETRY((mmsg_present(v, n, true), present(timeout, timeout ? sizeof *timeout : 0, true)),
+                 LIBC(recvmmsg)(fd, v, n, flags, timeout));
 }
 
 /* ---- paths: the kernel reads the string; strlen reads it first ---- */

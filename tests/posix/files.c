@@ -6,7 +6,8 @@
  * worker opened and closes it; the worker scans a FILE main opened and
  * main reads on where the scan stopped (the character it gave back); pipes
  * and a socket pair made by one are used by the other (read, write, poll,
- * epoll, send, recv, sendmsg, recvmsg, dup2, fcntl, fstat, lseek); a TCP
+ * epoll, send, recv, sendmsg, recvmsg, sendmmsg, recvmmsg, dup2, fcntl,
+ * fstat, lseek); a TCP
  * connection is made by the worker to main's listening socket; the worker
  * reads the stdin main reopened (scanf, getchar, fscanf, getc, fgets); a
  * descriptor closed by the worker is closed for main.  Descriptors of the
@@ -40,7 +41,7 @@ static struct stat main_stderr; /* the process's standard error, as main finds i
 
 static struct gate to_worker = GATE_INITIALIZER, to_main = GATE_INITIALIZER;
 static char dir[64], path_a[96], path_b[96], path_c[96];
-static int fd_a, pipe_m[2], pipe_w[2], sp[2], lsock, dupfd;
+static int fd_a, pipe_m[2], pipe_w[2], sp[2], dg[2], lsock, dupfd;
 static int port;
 static FILE *f_main, *f_worker, *f_scan;
 static int scanned[2];
@@ -128,6 +129,26 @@ static void *worker(void *arg)
     struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
     CHECK_EQ("w_recvmsg", recvmsg(sp[1], &m, 0), 5);
     CHECK("w_recvmsg_data", memcmp(a, "po", 2) == 0 && memcmp(b, "ng!", 3) == 0);
+    /* main's datagram pair: three messages a call each way */
+    char o[3][8] = { "one", "two!", "three" }, in[3][8];
+    memset(in, 0, sizeof in);
+    struct iovec oi[3], ii[3];
+    struct mmsghdr ov[3], iv[3];
+    memset(ov, 0, sizeof ov);
+    memset(iv, 0, sizeof iv);
+    for (int k = 0; k < 3; k++) {
+        oi[k] = (struct iovec){ o[k], strlen(o[k]) };
+        ii[k] = (struct iovec){ in[k], sizeof in[k] };
+        ov[k].msg_hdr = (struct msghdr){ .msg_iov = &oi[k], .msg_iovlen = 1 };
+        iv[k].msg_hdr = (struct msghdr){ .msg_iov = &ii[k], .msg_iovlen = 1 };
+    }
+    CHECK_EQ("w_sendmmsg", sendmmsg(dg[1], ov, 3, 0), 3);
+    CHECK_EQ("w_sendmmsg_len", ov[2].msg_len, 5);
+    CHECK_EQ("w_recvmmsg", recvmmsg(dg[0], iv, 3, MSG_WAITFORONE, NULL), 3);
+    CHECK("w_recvmmsg_data", iv[1].msg_len == 4 && strcmp(in[1], "two!") == 0 &&
+                             strcmp(in[2], "three") == 0);
+    CHECK_EQ("w_recvmmsg_empty", recvmmsg(dg[0], iv, 3, MSG_DONTWAIT, NULL), -1);
+    CHECK_ERR("w_recvmmsg_eagain", errno, EAGAIN);
     /* dup2 onto a descriptor main chose */
     CHECK_EQ("w_dup2", dup2(fd_a, dupfd), dupfd);
     /* the scan: two numbers, then main reads on */
@@ -234,6 +255,7 @@ int main(void)
     CHECK("fopen", f_main != NULL);
     CHECK_EQ("pipe", pipe(pipe_m), 0);
     CHECK_EQ("socketpair", socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    CHECK_EQ("socketpair_dgram", socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), 0);
     dupfd = open("/dev/null", O_RDONLY);
     CHECK_GE("open_devnull", dupfd, 0);
     /* the numbers the worker scans */
