@@ -12,7 +12,7 @@
  * clock_getres, getrlimit, prlimit, sysinfo, getitimer, setitimer,
  * timer_settime, timer_gettime, sigpending, sched_getaffinity,
  * sched_getparam, sched_rr_get_interval, getgroups, getresuid, getresgid
- * and getentropy.  The helper then checks that what the kernel stored
+ * and getentropy, and recvmmsg and sendmmsg (vector, headers and data).  The helper then checks that what the kernel stored
  * reached it.  Descriptors are used only by main (they are per
  * node process).
  * RESULT ok=1 checks=N (check.h) */
@@ -49,8 +49,10 @@ enum {
     P_PFD, P_PFD2, P_TS, P_RSET, P_WSET, P_TV, P_RSET2, P_EV_CTL, P_EVS,
     P_CPUTS, P_RES, P_RL, P_PRL_NEW, P_PRL_OLD, P_SI, P_ITV, P_ITV_NEW, P_ITV_OLD, P_TM_NEW,
     P_TM_OLD, P_TM, P_SIGSET, P_AFF, P_SP, P_RR, P_GROUPS, P_UID, P_UID2, P_UID3, P_GID, P_GID2,
-    P_GID3, P_ENTROPY, NPG
+    P_GID3, P_ENTROPY, P_MMSG_IN, P_MMSG_OUT, NPG
 };
+/* a page of recvmmsg's or sendmmsg's: the vector, its iovecs, the data */
+struct mmsg_page { struct mmsghdr v[2]; struct iovec io[2]; char buf[2][16]; };
 static unsigned char *pg;
 #define PG(i) ((void *)(pg + (size_t)(i) * PGSZ))
 
@@ -84,6 +86,16 @@ static void *helper(void *arg)
     *(struct rlimit *)PG(P_PRL_NEW) = core_rl; /* the limit it has: no change */
     *(struct itimerval *)PG(P_ITV_NEW) = (struct itimerval){ { 0, 0 }, { 0, 0 } }; /* none */
     *(struct itimerspec *)PG(P_TM_NEW) = (struct itimerspec){ { 0, 0 }, { 100, 0 } };
+    for (int d = 0; d < 2; d++) {
+        struct mmsg_page *mp = PG(d ? P_MMSG_OUT : P_MMSG_IN);
+        memset(mp, 0, sizeof *mp);
+        for (int k = 0; k < 2; k++) {
+            if (d)
+                strcpy(mp->buf[k], k ? "de" : "abc");
+            mp->io[k] = (struct iovec){ mp->buf[k], d ? strlen(mp->buf[k]) : sizeof mp->buf[k] };
+            mp->v[k].msg_hdr = (struct msghdr){ .msg_iov = &mp->io[k], .msg_iovlen = 1 };
+        }
+    }
     gate_set(&to_main, 1);
 
     /* main's descriptors are known: the inputs of the waits */
@@ -150,6 +162,10 @@ static void *helper(void *arg)
     CHECK_EQ("h_getresgid", *(gid_t *)PG(P_GID3), getgid());
     if (ngroups > 0) /* (the list's own order: its first is some group of ours) */
         CHECK("h_getgroups", *(gid_t *)PG(P_GROUPS) != (gid_t)0xEEEEEEEE);
+    struct mmsg_page *in = PG(P_MMSG_IN);
+    CHECK("h_recvmmsg", in->v[1].msg_len == 2 && strcmp(in->buf[0], "xyz") == 0 &&
+                        strcmp(in->buf[1], "uv") == 0);
+    CHECK_EQ("h_sendmmsg_len", ((struct mmsg_page *)PG(P_MMSG_OUT))->v[0].msg_len, 3);
     CHECK("h_getentropy", memcmp(PG(P_ENTROPY), (unsigned char[16]){ [0 ... 15] = 0xEE }, 16) != 0);
     return NULL;
 }
@@ -241,6 +257,19 @@ static void descriptors(void)
     CHECK_EQ("getsockopt_remote", getsockopt(s1, SOL_SOCKET, SO_RCVTIMEO, PG(P_OPT_OUT),
                                              PG(P_OPTLEN)), 0);
     CHECK_EQ("getsockopt_value", ((struct timeval *)PG(P_OPT_OUT))->tv_sec, 3);
+    /* datagrams: both vectors in the helper's pages */
+    int dg[2];
+    CHECK_EQ("socketpair_dgram", socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), 0);
+    CHECK_EQ("send_xyz", send(dg[1], "xyz", 4, 0), 4);
+    CHECK_EQ("send_uv", send(dg[1], "uv", 2, 0), 2);
+    CHECK_EQ("recvmmsg_remote", recvmmsg(dg[0], ((struct mmsg_page *)PG(P_MMSG_IN))->v, 2, 0, NULL), 2);
+    CHECK_EQ("sendmmsg_remote", sendmmsg(dg[1], ((struct mmsg_page *)PG(P_MMSG_OUT))->v, 2, 0), 2);
+    char got[8] = "";
+    CHECK_EQ("recv_abc", recv(dg[0], got, sizeof got, 0), 3);
+    CHECK_EQ("recv_abc_data", memcmp(got, "abc", 3), 0);
+    CHECK_EQ("recv_de", recv(dg[0], got, sizeof got, 0), 2);
+    close(dg[0]);
+    close(dg[1]);
     int all[] = { l, c1, c2, s1, s2 };
     for (int k = 0; k < 5; k++)
         if (all[k] >= 0)
