@@ -766,7 +766,7 @@ static inline uint64_t cb_page_of(uintptr_t a)
     return (a - CB_GAS_BASE) / cb.ps;
 }
 /* in the GAS or the shared static data */
-static inline bool cb_in_gas(uintptr_t a)
+static inline __attribute__((always_inline)) bool cb_in_gas(uintptr_t a)
 {
     if (a - CB_GAS_BASE < cb.cfg.gas_size)
         return cb.app != NULL;

@@ -21,8 +21,8 @@
 #include "shim.h"
 
 /* libc's, looked up before any thread (the runtime's own clock readings
- * come here too); a library constructor that runs before ours gets the
- * system calls */
+ * come here too); a sanitizer's start or a library constructor that runs
+ * before ours gets the system calls (EARLY_FN: shim.h) */
 static int (*libc_clock_gettime)(clockid_t, struct timespec *);
 static int (*libc_getrusage)(int, struct rusage *);
 static clock_t (*libc_times)(struct tms *);
@@ -34,7 +34,7 @@ __attribute__((constructor)) static void cputime_init(void)
     libc_times = (clock_t (*)(struct tms *))cb_libc("times");
 }
 
-static bool cluster(void)
+EARLY_FN static bool cluster(void)
 {
     return cb_app_thread && cb.multi && !cb.forked && atomic_load(&cb.nnodes) > 1 &&
            !atomic_load(&cb.stopping);
@@ -44,7 +44,7 @@ static bool cluster(void)
  * CLOCK_PROCESS_CPUTIME_ID, or pid 0 or a node's encoded as the kernel's
  * MAKE_PROCESS_CPUCLOCK does): 0 sched (the one clock_getcpuclockid
  * gives), 1 prof (user + system), 2 virt (user); -1 for any other. */
-static int process_clock(clockid_t c)
+EARLY_FN static int process_clock(clockid_t c)
 {
     if (c == CLOCK_PROCESS_CPUTIME_ID)
         return 0;
@@ -64,9 +64,9 @@ static int process_clock(clockid_t c)
     return -1;
 }
 
-static uint64_t tv_ns(struct timeval t) { return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_usec * 1000; }
+EARLY_FN static uint64_t tv_ns(struct timeval t) { return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_usec * 1000; }
 
-int clock_gettime(clockid_t c, struct timespec *ts)
+EARLY_FN int clock_gettime(clockid_t c, struct timespec *ts)
 {
     int k;
     if ((k = process_clock(c)) < 0 || !cluster()) {
@@ -91,7 +91,7 @@ int clock_gettime(clockid_t c, struct timespec *ts)
 }
 
 /* glibc's reads its clock past the shim's */
-clock_t clock(void)
+EARLY_FN clock_t clock(void)
 {
     struct timespec ts;
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
@@ -99,7 +99,7 @@ clock_t clock(void)
     return (clock_t)(ts.tv_sec * CLOCKS_PER_SEC + ts.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
 }
 
-int getrusage(int who, struct rusage *ru)
+EARLY_FN int getrusage(int who, struct rusage *ru)
 {
     if (!cluster() || (who != RUSAGE_SELF && who != RUSAGE_CHILDREN) || !ru) {
         struct rusage b;
@@ -116,13 +116,13 @@ int getrusage(int who, struct rusage *ru)
     return 0;
 }
 
-static clock_t ticks(struct timeval t)
+EARLY_FN static clock_t ticks(struct timeval t)
 {
     long hz = sysconf(_SC_CLK_TCK);
     return (clock_t)(t.tv_sec * hz + t.tv_usec / (1000000 / hz));
 }
 
-clock_t times(struct tms *t)
+EARLY_FN clock_t times(struct tms *t)
 {
     struct tms b;
     clock_t r = libc_times ? libc_times(&b) : (clock_t)syscall(SYS_times, &b);

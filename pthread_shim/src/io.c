@@ -78,7 +78,7 @@
 /* ---- the shared ranges and the touch ---- */
 
 /* [a, a+n) overlaps the shared space */
-static inline bool overlaps(uintptr_t a, size_t n)
+static inline __attribute__((always_inline)) bool overlaps(uintptr_t a, size_t n)
 {
     if (n == 0)
         return false;
@@ -1350,7 +1350,8 @@ int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sig
 }
 
 /* ---- queries of the process, its scheduling and its clocks: a result
- * stored into a copy, an argument read into one ---- */
+ * stored into a copy, an argument read into one (EARLY_FN: a sanitizer's
+ * start makes some) ---- */
 
 /* a T the kernel stores at p: p_k is what it is given */
 #define OUT(T, p)                                                            \
@@ -1362,112 +1363,112 @@ int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sig
 /* a T the kernel reads at p */
 #define IN(T, p) T p##_b; const T *p##_k = ours(p, sizeof(T)) ? (p##_b = *(p), &p##_b) : (p)
 
-int clock_getres(clockid_t c, struct timespec *res)
+EARLY_FN int clock_getres(clockid_t c, struct timespec *res)
 {
     OUT(struct timespec, res);
-    int r = LIBC(clock_getres)(c, res_k);
+    int r = EARLY(clock_getres)(c, res_k);
     OUT_END(res, r == 0);
     return r;
 }
 
-int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
+EARLY_FN int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
 {
     OUT(struct rlimit, rl);
-    int r = LIBC(getrlimit)(res, rl_k);
+    int r = EARLY(getrlimit)(res, rl_k);
     OUT_END(rl, r == 0);
     return r;
 }
 
-int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nw, struct rlimit *old)
+EARLY_FN int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nw, struct rlimit *old)
 {
     IN(struct rlimit, nw);
     OUT(struct rlimit, old);
-    int r = LIBC(prlimit)(pid, res, nw_k, old_k);
+    int r = EARLY(prlimit)(pid, res, nw_k, old_k);
     OUT_END(old, r == 0);
     return r;
 }
 
 /* struct rlimit64 is struct rlimit on 64-bit Linux (libc's *64 are aliases) */
 _Static_assert(sizeof(struct rlimit64) == sizeof(struct rlimit), "rlimit64 is rlimit");
-int getrlimit64(__rlimit_resource_t res, struct rlimit64 *rl) { return getrlimit(res, (struct rlimit *)rl); }
-int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *nw, struct rlimit64 *old)
+EARLY_FN int getrlimit64(__rlimit_resource_t res, struct rlimit64 *rl) { return getrlimit(res, (struct rlimit *)rl); }
+EARLY_FN int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *nw, struct rlimit64 *old)
 {
     return prlimit(pid, res, (const struct rlimit *)nw, (struct rlimit *)old);
 }
 
-int sysinfo(struct sysinfo *si)
+EARLY_FN int sysinfo(struct sysinfo *si)
 {
     OUT(struct sysinfo, si);
-    int r = LIBC(sysinfo)(si_k);
+    int r = EARLY(sysinfo)(si_k);
     OUT_END(si, r == 0);
     return r;
 }
 
-int getitimer(__itimer_which_t which, struct itimerval *v)
+EARLY_FN int getitimer(__itimer_which_t which, struct itimerval *v)
 {
     OUT(struct itimerval, v);
-    int r = LIBC(getitimer)(which, v_k);
+    int r = EARLY(getitimer)(which, v_k);
     OUT_END(v, r == 0);
     return r;
 }
 
-int setitimer(__itimer_which_t which, const struct itimerval *restrict nw, struct itimerval *restrict old)
+EARLY_FN int setitimer(__itimer_which_t which, const struct itimerval *restrict nw, struct itimerval *restrict old)
 {
     IN(struct itimerval, nw);
     OUT(struct itimerval, old);
-    int r = LIBC(setitimer)(which, nw_k, old_k);
+    int r = EARLY(setitimer)(which, nw_k, old_k);
     OUT_END(old, r == 0);
     return r;
 }
 
-int timer_gettime(timer_t t, struct itimerspec *v)
+EARLY_FN int timer_gettime(timer_t t, struct itimerspec *v)
 {
     OUT(struct itimerspec, v);
-    int r = LIBC(timer_gettime)(t, v_k);
+    int r = EARLY(timer_gettime)(t, v_k);
     OUT_END(v, r == 0);
     return r;
 }
 
-int timer_settime(timer_t t, int flags, const struct itimerspec *restrict nw, struct itimerspec *restrict old)
+EARLY_FN int timer_settime(timer_t t, int flags, const struct itimerspec *restrict nw, struct itimerspec *restrict old)
 {
     IN(struct itimerspec, nw);
     OUT(struct itimerspec, old);
-    int r = LIBC(timer_settime)(t, flags, nw_k, old_k);
+    int r = EARLY(timer_settime)(t, flags, nw_k, old_k);
     OUT_END(old, r == 0);
     return r;
 }
 
-int sigpending(sigset_t *set)
+EARLY_FN int sigpending(sigset_t *set)
 {
     OUT(sigset_t, set);
-    int r = LIBC(sigpending)(set_k);
+    int r = EARLY(sigpending)(set_k);
     OUT_END(set, r == 0);
     return r;
 }
 
-int sched_getparam(pid_t pid, struct sched_param *sp)
+EARLY_FN int sched_getparam(pid_t pid, struct sched_param *sp)
 {
     OUT(struct sched_param, sp);
-    int r = LIBC(sched_getparam)(pid, sp_k);
+    int r = EARLY(sched_getparam)(pid, sp_k);
     OUT_END(sp, r == 0);
     return r;
 }
 
-int sched_rr_get_interval(pid_t pid, struct timespec *t)
+EARLY_FN int sched_rr_get_interval(pid_t pid, struct timespec *t)
 {
     OUT(struct timespec, t);
-    int r = LIBC(sched_rr_get_interval)(pid, t_k);
+    int r = EARLY(sched_rr_get_interval)(pid, t_k);
     OUT_END(t, r == 0);
     return r;
 }
 
 #define GETRES(name, T)                                                      \
-    int name(T *r, T *e, T *s)                                               \
+    EARLY_FN int name(T *r, T *e, T *s)                                      \
     {                                                                        \
         OUT(T, r);                                                           \
         OUT(T, e);                                                           \
         OUT(T, s);                                                           \
-        int rc = LIBC(name)(r_k, e_k, s_k);                                  \
+        int rc = EARLY(name)(r_k, e_k, s_k);                                  \
         OUT_END(r, rc == 0);                                                 \
         OUT_END(e, rc == 0);                                                 \
         OUT_END(s, rc == 0);                                                 \
@@ -1490,18 +1491,18 @@ GETRES(getresgid, gid_t)
     copy_done(c, local);                                                     \
     return r;
 
-#define CALL(x) LIBC(sched_getaffinity)(pid, n, (cpu_set_t *)(x))
-int sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set) { STORE_N(set, n, CALL, r == 0) }
+#define CALL(x) EARLY(sched_getaffinity)(pid, n, (cpu_set_t *)(x))
+EARLY_FN int sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set) { STORE_N(set, n, CALL, r == 0) }
 #undef CALL
-#define CALL(x) LIBC(getgroups)(size, (gid_t *)(x))
-int getgroups(int size, gid_t list[])
+#define CALL(x) EARLY(getgroups)(size, (gid_t *)(x))
+EARLY_FN int getgroups(int size, gid_t list[])
 {
     size_t n = size > 0 ? (size_t)size * sizeof(gid_t) : 0;
     STORE_N(list, n, CALL, r > 0)
 }
 #undef CALL
-#define CALL(x) LIBC(getentropy)(x, n)
-int getentropy(void *buf, size_t n) { STORE_N(buf, n, CALL, r == 0) }
+#define CALL(x) EARLY(getentropy)(x, n)
+EARLY_FN int getentropy(void *buf, size_t n) { STORE_N(buf, n, CALL, r == 0) }
 #undef CALL
 
 /* ---- stdio: the FILE's buffer (glibc's public struct _IO_FILE) ---- */

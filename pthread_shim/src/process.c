@@ -227,6 +227,7 @@ __attribute__((no_sanitize("address", "undefined"))) static void *libc_sym(const
         const ElfW(Sym) *sym = NULL;
         const char *str = NULL;
         const Elf32_Word *hash = NULL, *gnu = NULL;
+        const ElfW(Half) *versym = NULL;
         for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
             /* (ld.so made these absolute) */
             uintptr_t a = d->d_un.d_ptr < l->l_addr ? l->l_addr + d->d_un.d_ptr : d->d_un.d_ptr;
@@ -238,12 +239,20 @@ __attribute__((no_sanitize("address", "undefined"))) static void *libc_sym(const
                 hash = (const Elf32_Word *)a;
             else if (d->d_tag == DT_GNU_HASH)
                 gnu = (const Elf32_Word *)a;
+            else if (d->d_tag == DT_VERSYM)
+                versym = (const ElfW(Half) *)a;
         }
         Elf32_Word n = hash ? hash[1] : gnu ? gnu_hash_count(gnu) : 0; /* hash[1]: the count */
+        void *any = NULL;
         for (Elf32_Word i = 0; sym && str && i < n; i++)
-            if (sym[i].st_value && sym[i].st_shndx != SHN_UNDEF && same_str(str + sym[i].st_name, name, SIZE_MAX))
-                return (void *)(l->l_addr + sym[i].st_value);
-        return NULL;
+            if (sym[i].st_value && sym[i].st_shndx != SHN_UNDEF && same_str(str + sym[i].st_name, name, SIZE_MAX)) {
+                /* the default version, as dlsym gives: an older one may take
+                 * other arguments (sched_getaffinity@GLIBC_2.3.3 takes two) */
+                if (!versym || !(versym[i] & 0x8000))
+                    return (void *)(l->l_addr + sym[i].st_value);
+                any = (void *)(l->l_addr + sym[i].st_value);
+            }
+        return any;
     }
     return NULL;
 }
@@ -259,6 +268,11 @@ typedef struct {
 } libc_dl_t;
 __attribute__((visibility("hidden"))) libc_dl_t shim_libc_dl;
 static _Atomic bool libc_dl_found;
+
+__attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) void *shim_libc_sym(const char *name)
+{
+    return libc_sym(name);
+}
 
 __attribute__((no_sanitize("address", "undefined"))) static const libc_dl_t *libc_dl(void)
 {

@@ -23,11 +23,21 @@
         if (!real_) real_ = (__typeof__(&fn))cb_libc(#fn);       \
         real_; })
 
+/* Wrappers that a sanitizer's start calls through libc (AddressSanitizer
+ * asks getrlimit before anything of its is ready): not instrumented, and
+ * libc's found in its symbol table, not through dlsym (process.c) */
+#define EARLY_FN __attribute__((no_sanitize("address", "undefined")))
+void *shim_libc_sym(const char *name);
+#define EARLY(fn) ({                                                     \
+        static __typeof__(&fn) early_;                                   \
+        if (!early_) early_ = (__typeof__(&fn))shim_libc_sym(#fn);       \
+        early_; })
+
 /* A cluster object: in the GAS, used by an application thread.  The
  * runtime's own code (its threads, and what it calls, such as MPI's
  * finalization on a main thread still on its GAS stack after exit() in
  * main) gets libc for objects there too. */
-static inline bool shared_obj(const volatile void *p)
+static inline __attribute__((always_inline)) bool shared_obj(const volatile void *p)
 {
     return cb_app_thread && cb_in_gas((uintptr_t)p);
 }
