@@ -10,7 +10,9 @@
  * clock (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD) is its own anyway.  A run
  * of one node, the runtime's threads, and a child of fork get libc's.
  * Each call asks every other node: tens of microseconds, not the vDSO's
- * tens of nanoseconds, and not async-signal-safe. */
+ * tens of nanoseconds, and not async-signal-safe.  These are EARLY_FN
+ * (shim.h): a sanitizer's start or a library's constructor may read a
+ * clock before anything is set up, and the runtime reads its own here. */
 #include <errno.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -19,20 +21,6 @@
 #include <unistd.h>
 
 #include "shim.h"
-
-/* libc's, looked up before any thread (the runtime's own clock readings
- * come here too); a sanitizer's start or a library constructor that runs
- * before ours gets the system calls (EARLY_FN: shim.h) */
-static int (*libc_clock_gettime)(clockid_t, struct timespec *);
-static int (*libc_getrusage)(int, struct rusage *);
-static clock_t (*libc_times)(struct tms *);
-
-__attribute__((constructor)) static void cputime_init(void)
-{
-    libc_clock_gettime = (int (*)(clockid_t, struct timespec *))cb_libc("clock_gettime");
-    libc_getrusage = (int (*)(int, struct rusage *))cb_libc("getrusage");
-    libc_times = (clock_t (*)(struct tms *))cb_libc("times");
-}
 
 EARLY_FN static bool cluster(void)
 {
@@ -71,11 +59,11 @@ EARLY_FN int clock_gettime(clockid_t c, struct timespec *ts)
     int k;
     if ((k = process_clock(c)) < 0 || !cluster()) {
         if (!shared_obj(ts))
-            return libc_clock_gettime ? libc_clock_gettime(c, ts) : (int)syscall(SYS_clock_gettime, c, ts);
+            return EARLY(clock_gettime)(c, ts);
         /* shared memory (a global, a thread's stack): the CPU clocks are
          * system calls, which cannot store into a page not present here */
         struct timespec b;
-        int r = libc_clock_gettime ? libc_clock_gettime(c, &b) : (int)syscall(SYS_clock_gettime, c, &b);
+        int r = EARLY(clock_gettime)(c, &b);
         if (!r)
             *ts = b; /* through the fault path */
         return r;
@@ -104,8 +92,8 @@ EARLY_FN int getrusage(int who, struct rusage *ru)
     if (!cluster() || (who != RUSAGE_SELF && who != RUSAGE_CHILDREN) || !ru) {
         struct rusage b;
         if (!shared_obj(ru) && !shared_obj((char *)(ru + 1) - 1)) /* the kernel may store into it */
-            return libc_getrusage ? libc_getrusage(who, ru) : (int)syscall(SYS_getrusage, who, ru);
-        int r = libc_getrusage ? libc_getrusage(who, &b) : (int)syscall(SYS_getrusage, who, &b);
+            return EARLY(getrusage)(who, ru);
+        int r = EARLY(getrusage)(who, &b);
         if (!r)
             *ru = b; /* shared memory: through the fault path */
         return r;
@@ -125,7 +113,7 @@ EARLY_FN static clock_t ticks(struct timeval t)
 EARLY_FN clock_t times(struct tms *t)
 {
     struct tms b;
-    clock_t r = libc_times ? libc_times(&b) : (clock_t)syscall(SYS_times, &b);
+    clock_t r = EARLY(times)(&b);
     if (r == (clock_t)-1 || !t)
         return r;
     if (cluster()) {

@@ -1350,10 +1350,11 @@ int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sig
 }
 
 /* ---- queries of the process, its scheduling and its clocks: a result
- * stored into a copy, an argument read into one (EARLY_FN: a sanitizer's
- * start makes some) ---- */
+ * stored into a copy (STORE_T), an argument read into one (EARLY_FN: a
+ * sanitizer's start makes some) ---- */
 
-/* a T the kernel stores at p: p_k is what it is given */
+/* for calls of more than one: a T the kernel stores at p (p_k is what it
+ * is given) */
 #define OUT(T, p)                                                            \
     T p##_b;                                                                 \
     T *p##_k = ours(p, sizeof(T)) ? (memset(&p##_b, 0, sizeof p##_b), &p##_b) : (p)
@@ -1363,21 +1364,13 @@ int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sig
 /* a T the kernel reads at p */
 #define IN(T, p) T p##_b; const T *p##_k = ours(p, sizeof(T)) ? (p##_b = *(p), &p##_b) : (p)
 
-EARLY_FN int clock_getres(clockid_t c, struct timespec *res)
-{
-    OUT(struct timespec, res);
-    int r = EARLY(clock_getres)(c, res_k);
-    OUT_END(res, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(clock_getres)(c, x)
+EARLY_FN int clock_getres(clockid_t c, struct timespec *res) { STORE_T(struct timespec, res, CALL) }
+#undef CALL
 
-EARLY_FN int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
-{
-    OUT(struct rlimit, rl);
-    int r = EARLY(getrlimit)(res, rl_k);
-    OUT_END(rl, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(getrlimit)(res, x)
+EARLY_FN int getrlimit(__rlimit_resource_t res, struct rlimit *rl) { STORE_T(struct rlimit, rl, CALL) }
+#undef CALL
 
 EARLY_FN int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nw, struct rlimit *old)
 {
@@ -1396,21 +1389,13 @@ EARLY_FN int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64
     return prlimit(pid, res, (const struct rlimit *)nw, (struct rlimit *)old);
 }
 
-EARLY_FN int sysinfo(struct sysinfo *si)
-{
-    OUT(struct sysinfo, si);
-    int r = EARLY(sysinfo)(si_k);
-    OUT_END(si, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(sysinfo)(x)
+EARLY_FN int sysinfo(struct sysinfo *si) { STORE_T(struct sysinfo, si, CALL) }
+#undef CALL
 
-EARLY_FN int getitimer(__itimer_which_t which, struct itimerval *v)
-{
-    OUT(struct itimerval, v);
-    int r = EARLY(getitimer)(which, v_k);
-    OUT_END(v, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(getitimer)(which, x)
+EARLY_FN int getitimer(__itimer_which_t which, struct itimerval *v) { STORE_T(struct itimerval, v, CALL) }
+#undef CALL
 
 EARLY_FN int setitimer(__itimer_which_t which, const struct itimerval *restrict nw, struct itimerval *restrict old)
 {
@@ -1421,13 +1406,9 @@ EARLY_FN int setitimer(__itimer_which_t which, const struct itimerval *restrict 
     return r;
 }
 
-EARLY_FN int timer_gettime(timer_t t, struct itimerspec *v)
-{
-    OUT(struct itimerspec, v);
-    int r = EARLY(timer_gettime)(t, v_k);
-    OUT_END(v, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(timer_gettime)(t, x)
+EARLY_FN int timer_gettime(timer_t t, struct itimerspec *v) { STORE_T(struct itimerspec, v, CALL) }
+#undef CALL
 
 EARLY_FN int timer_settime(timer_t t, int flags, const struct itimerspec *restrict nw, struct itimerspec *restrict old)
 {
@@ -1438,29 +1419,17 @@ EARLY_FN int timer_settime(timer_t t, int flags, const struct itimerspec *restri
     return r;
 }
 
-EARLY_FN int sigpending(sigset_t *set)
-{
-    OUT(sigset_t, set);
-    int r = EARLY(sigpending)(set_k);
-    OUT_END(set, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(sigpending)(x)
+EARLY_FN int sigpending(sigset_t *set) { STORE_T(sigset_t, set, CALL) }
+#undef CALL
 
-EARLY_FN int sched_getparam(pid_t pid, struct sched_param *sp)
-{
-    OUT(struct sched_param, sp);
-    int r = EARLY(sched_getparam)(pid, sp_k);
-    OUT_END(sp, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(sched_getparam)(pid, x)
+EARLY_FN int sched_getparam(pid_t pid, struct sched_param *sp) { STORE_T(struct sched_param, sp, CALL) }
+#undef CALL
 
-EARLY_FN int sched_rr_get_interval(pid_t pid, struct timespec *t)
-{
-    OUT(struct timespec, t);
-    int r = EARLY(sched_rr_get_interval)(pid, t_k);
-    OUT_END(t, r == 0);
-    return r;
-}
+#define CALL(x) EARLY(sched_rr_get_interval)(pid, x)
+EARLY_FN int sched_rr_get_interval(pid_t pid, struct timespec *t) { STORE_T(struct timespec, t, CALL) }
+#undef CALL
 
 #define GETRES(name, T)                                                      \
     EARLY_FN int name(T *r, T *e, T *s)                                      \
