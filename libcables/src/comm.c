@@ -31,7 +31,7 @@ static cb_queue_t selfq;    /* comm thread to itself */
 static cb_queue_t deferred; /* to retry */
 static pthread_t comm_tid;
 static _Atomic pid_t comm_kid; /* the comm thread's kernel id */
-static int evfd = -1, epfd = -1, xfd = -1;
+static int evfd = -1, epfd = -1, xfd = -1, sigfd = -1;
 static _Atomic bool comm_quit;
 static _Atomic bool comm_sleeping; /* posters write the eventfd only then */
 
@@ -305,6 +305,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_THREAD_OP: cb_on_thread_op(m, p, len); break;
     case M_PROC: cb_on_proc(m, p, len); break;
     case M_RSYS: cb_on_rsys(m, p, len); break;
+    case M_SIGNAL: cb_on_signal(m, p, len); break;
     case M_KEY: cb_on_key(m); break;
     case M_HEAP_FREE: cb_on_heap_free(m, p, len); break;
     case M_TABLE_ACK: cb_on_table_ack(m); break;
@@ -364,7 +365,10 @@ static void *comm_main(void *arg)
      * real-time threads no CPU time at all) */
     if (setpriority(PRIO_PROCESS, (id_t)gettid(), -10)) {}
     uint64_t next_check = 0;
+    bool sig = false; /* the signalfd of psig.c is readable */
     for (;;) {
+        cb_psig_tick(sig);
+        sig = false;
         /* bounded: steady incoming traffic must not starve local requests */
         for (int i = 0; i < 64 && cb_xport_progress(); i++)
             ;
@@ -396,17 +400,20 @@ static void *comm_main(void *arg)
         cb_mutex_lock(&q_mu);
         bool more = inq.head != NULL || selfq.head != NULL;
         cb_mutex_unlock(&q_mu);
+        more = more || cb_psig_poked();
         if (more || !cb_xport_arm()) {
             atomic_store(&comm_sleeping, false);
             continue;
         }
-        struct epoll_event ev[2];
-        int n = epoll_wait(epfd, ev, 2, retry ? 1 : 250);
+        struct epoll_event ev[3];
+        int n = epoll_wait(epfd, ev, 3, retry ? 1 : 250);
         atomic_store(&comm_sleeping, false);
         for (int i = 0; i < n; i++)
             if (ev[i].data.fd == evfd) {
                 uint64_t v;
                 if (read(evfd, &v, sizeof v) < 0) { /* drained already */ }
+            } else if (ev[i].data.fd == sigfd) {
+                sig = true;
             }
     }
 }
@@ -424,6 +431,11 @@ void cb_comm_start(void)
     e.data.fd = xfd;
     if (epoll_ctl(epfd, EPOLL_CTL_ADD, xfd, &e))
         cb_die("cannot watch UCX's event fd: %s", strerror(errno));
+    if ((sigfd = cb_psig_init()) >= 0) {
+        e.data.fd = sigfd;
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, sigfd, &e))
+            cb_die("cannot watch the signals sent to the process: %s", strerror(errno));
+    }
 }
 
 void cb_comm_run(void)

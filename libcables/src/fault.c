@@ -724,6 +724,8 @@ int cb_sigmask(int how, const sigset_t *set, sigset_t *old)
         cb_segv_blocked = was;
         return rc;
     }
+    if (set)
+        cb_psig_mask(how, &s, &o);
     if (was)
         sigaddset(&o, SIGSEGV);
     if (old)

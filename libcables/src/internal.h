@@ -155,7 +155,7 @@ enum cb_msg_type {
     M_CLAIM, M_CLAIM_REPLY,
     M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_REVOKE, M_REVOKE_ACK,
-    M_THREAD_OP, M_PROC, M_RSYS,
+    M_THREAD_OP, M_PROC, M_RSYS, M_SIGNAL,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -414,6 +414,25 @@ extern __thread bool cb_segv_blocked CB_TLS;
 /* the program's SIGSEGV handler is running on this thread (left by a jump:
  * no longer) */
 bool cb_in_segv_handler(void);
+/* psig.c: signals sent to the process, delivered on the node that has a
+ * thread taking them.  An application thread's mask changed (how, set,
+ * the one before); a temporary mask in force, or signals waited for (the
+ * signals taken before, for cb_psig_restore); a program's signalfd's; the
+ * signals the master keeps pending for the process */
+void cb_psig_mask(int how, const sigset_t *set, const sigset_t *old);
+uint64_t cb_psig_during(const sigset_t *mask);
+uint64_t cb_psig_waiting(const sigset_t *set);
+void cb_psig_restore(uint64_t was);
+void cb_psig_signalfd(const sigset_t *mask);
+uint64_t cb_psig_parked(void);
+void cb_psig_thread_start(void); /* an application thread's, on its node */
+void cb_psig_thread_end(void);
+void cb_psig_serving(void);      /* a node's main thread, which serves, takes none */
+int cb_psig_init(void);          /* the comm thread's signalfd to watch, or -1 */
+bool cb_psig_poked(void);        /* the comm thread has work before it sleeps */
+void cb_psig_tick(bool readable);
+void cb_psig_replay(int k);
+void cb_on_signal(const cb_msg_t *m, const void *p, size_t len);
 void cb_fault_after_fork(void); /* the child's: its lock free */
 int cb_fault(uint64_t p, bool write); /* 0, or -1 if not a shared page */
 

@@ -818,6 +818,7 @@ void cb_on_bye(const cb_msg_t *m)
 
 void cb_node_serve(void)
 {
+    cb_psig_serving();
     cb_waiter_wait(&shutdown_w);
     cb_node_finish();
     exit(0);

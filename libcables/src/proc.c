@@ -411,6 +411,7 @@ void cb_proc_replay(int k)
     }
     cb_mutex_unlock(&rec_mu);
     cb_libs_replay(k);
+    cb_psig_replay(k);
 }
 
 /* at the start: libc's functions; at the master, its working directory and

@@ -173,5 +173,6 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     if (cb.self != 0)
         cb_node_serve(); /* does not return; the program's destructors never run here */
     cb_thread_main_start();
+    cb_psig_thread_start();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -66,8 +66,10 @@ static void *trampoline(void *a)
     sigset_t mask; /* its creator's, as pthread_create gives */
     sigemptyset(&mask);
     memcpy(&mask, &st.mask, sizeof st.mask);
+    cb_psig_thread_start();
     cb_sigmask(SIG_SETMASK, &mask, NULL);
     void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
+    cb_psig_thread_end();
     cb_release();
     cb_app_thread = false;
     cb_msg_t m = { .type = M_THREAD_EXIT, .a = st.tid, .b = (uintptr_t)ret };

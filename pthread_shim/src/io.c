@@ -1184,9 +1184,35 @@ int getsockopt(int fd, int level, int name, void *restrict val, socklen_t *restr
     copy_done(c, local);                                                     \
     return r;
 
+/* A poll or select of another node's thread is made at the master when it
+ * names a descriptor of the master's; with none (a ppoll only waiting, a
+ * node's own signalfd or pipe), here: at the master those numbers are
+ * other descriptors, and a signal must interrupt the wait here (before,
+ * a node's signalfd was polled as the master's descriptor of its number). */
+static bool poll_there(const struct pollfd *fds, nfds_t n)
+{
+    if (!shim_remote_fd(-1))
+        return false;
+    for (nfds_t i = 0; i < n; i++)
+        if (fds[i].fd >= 0 && shim_remote_fd(fds[i].fd))
+            return true;
+    return false;
+}
+
+static bool select_there(int n, fd_set *const set[3])
+{
+    if (!shim_remote_fd(-1))
+        return false;
+    for (int k = 0; k < 3; k++)
+        for (int fd = 0; set[k] && fd < n && fd < FD_SETSIZE; fd++)
+            if (FD_ISSET(fd, set[k]) && shim_remote_fd(fd))
+                return true;
+    return false;
+}
+
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (shim_remote_fd(-1)) {
+    if (poll_there(fds, n)) {
         struct timespec t = { timeout / 1000, (long)(timeout % 1000) * 1000000 };
         return shim_rs_poll(fds, n, timeout < 0 ? NULL : &t);
     }
@@ -1214,9 +1240,9 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
         }                                                                    \
         r_; })
 
-int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+static int ppoll_masked(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
-    if (shim_remote_fd(-1))
+    if (poll_there(fds, n))
         return MASKED(mask, shim_rs_poll(fds, n, ts));
     sigset_t m;
     const sigset_t *km = shim_kernel_mask(mask, &m);
@@ -1224,6 +1250,11 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
         return LIBC(ppoll)(fds, n, ts, km);
     struct timespec t = ts ? *ts : (struct timespec){ 0, 0 };
     POLL(LIBC(ppoll)(c, n, ts ? &t : NULL, km))
+}
+
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    return SHIM_DURING(mask, ppoll_masked(fds, n, ts, mask));
 }
 
 /* the bytes of an fd_set that n descriptors use (whole longs, as the kernel) */
@@ -1276,7 +1307,7 @@ static void sets_out(size_t s, fd_set *const set[3], fd_set *const copy[3])
 int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
            struct timeval *restrict tv)
 {
-    if (shim_remote_fd(-1))
+    if (select_there(n, (fd_set *const[3]){ r, w, e }))
         return shim_rs_select(n, r, w, e, tv, NULL);
     struct timeval t = { 0, 0 };
     bool tv_ours = tv && ours(tv, sizeof *tv);
@@ -1290,10 +1321,10 @@ int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
     return res;
 }
 
-int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+static int pselect_masked(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
             const struct timespec *restrict ts, const sigset_t *restrict mask)
 {
-    if (shim_remote_fd(-1))
+    if (select_there(n, (fd_set *const[3]){ r, w, e }))
         return MASKED(mask, shim_rs_select(n, r, w, e, NULL, ts));
     struct timespec t = { 0, 0 };
     sigset_t m;
@@ -1305,6 +1336,12 @@ int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
     SELECT(ts_ours, CALL)
 #undef CALL
     return res;
+}
+
+int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+            const struct timespec *restrict ts, const sigset_t *restrict mask)
+{
+    return SHIM_DURING(mask, pselect_masked(n, r, w, e, ts, mask));
 }
 
 int epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
@@ -1338,7 +1375,7 @@ int epoll_wait(int ep, struct epoll_event *evs, int max, int timeout)
     EPOLL(LIBC(epoll_wait)(ep, c, max, timeout))
 }
 
-int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
+static int epoll_pwait_masked(int ep, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
 {
     if (shim_remote_fd(ep))
         return MASKED(mask, shim_rs_epoll_wait(ep, evs, max, timeout));
@@ -1347,6 +1384,11 @@ int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sig
     if (max <= 0 || !ours(evs, (size_t)max * sizeof *evs))
         return LIBC(epoll_pwait)(ep, evs, max, timeout, km);
     EPOLL(LIBC(epoll_pwait)(ep, c, max, timeout, km))
+}
+
+int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
+{
+    return SHIM_DURING(mask, epoll_pwait_masked(ep, evs, max, timeout, mask));
 }
 
 /* ---- queries of the process, its scheduling and its clocks: a result
@@ -1419,7 +1461,19 @@ EARLY_FN int timer_settime(timer_t t, int flags, const struct itimerspec *restri
     return r;
 }
 
-#define CALL(x) EARLY(sigpending)(x)
+/* with the signals the master keeps pending for the process (psig.c) */
+EARLY_FN static int pending_of(sigset_t *set)
+{
+    int r = EARLY(sigpending)(set);
+    uint64_t kept = cb_psig_parked(), b;
+    if (r == 0 && kept) {
+        memcpy(&b, set, sizeof b);
+        b |= kept;
+        memcpy(set, &b, sizeof b);
+    }
+    return r;
+}
+#define CALL(x) pending_of(x)
 EARLY_FN int sigpending(sigset_t *set) { STORE_T(sigset_t, set, CALL) }
 #undef CALL
 

@@ -686,7 +686,10 @@ int inotify_add_watch(int fd, const char *path, uint32_t mask)
 
 int signalfd(int fd, const sigset_t *mask, int flags)
 {
-    int r = REAL(signalfd)(fd, mask, flags);
+    sigset_t m = *mask; /* (a shared page the kernel cannot read) */
+    int r = REAL(signalfd)(fd, &m, flags);
+    if (r >= 0) /* its signals are this node's for good (psig.c) */
+        cb_psig_signalfd(&m);
     return fd == -1 ? shim_local_opened(r) : r;
 }
 

@@ -53,6 +53,18 @@ static inline const sigset_t *shim_kernel_mask(const sigset_t *mask, sigset_t *m
     return m;
 }
 
+/* call with a temporary signal mask (NULL: none), which its node's count
+ * of the signals its threads take follows meanwhile (libcables/src/psig.c) */
+#define SHIM_DURING(mask, call) ({                                           \
+        uint64_t was_ = (mask) ? cb_psig_during(mask) : 0;                   \
+        __typeof__(call) r_ = (call);                                        \
+        if (mask) {                                                          \
+            int e_ = errno;                                                  \
+            cb_psig_restore(was_);                                           \
+            errno = e_;                                                      \
+        }                                                                    \
+        r_; })
+
 /* signals.c: before a call with a signal mask made at the master, the
  * mask made this thread's (*was: the one before); true if a pending signal
  * it unblocks ran its handler (the call is then EINTR) */

@@ -72,7 +72,43 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 int sigsuspend(const sigset_t *mask)
 {
     sigset_t m;
-    return REAL(sigsuspend)(shim_kernel_mask(mask, &m));
+    const sigset_t *km = shim_kernel_mask(mask, &m);
+    return SHIM_DURING(km, REAL(sigsuspend)(km));
+}
+
+/* The set, the timeout and the record are copied: the kernel cannot read
+ * or write a shared page this node does not hold (a sigset_t global of the
+ * program, on another node than main: EFAULT, and sigwait returned at
+ * once for ever).  While a thread waits, its node takes those signals:
+ * one sent to the process on another node comes here (psig.c). */
+int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+    sigset_t s = *set;
+    struct timespec t = timeout ? *timeout : (struct timespec){ 0, 0 };
+    siginfo_t i;
+    uint64_t was = cb_psig_waiting(&s);
+    int r = REAL(sigtimedwait)(&s, info ? &i : NULL, timeout ? &t : NULL);
+    int e = errno;
+    cb_psig_restore(was);
+    if (r > 0 && info)
+        *info = i;
+    errno = e;
+    return r;
+}
+
+int sigwaitinfo(const sigset_t *set, siginfo_t *info) { return sigtimedwait(set, info, NULL); }
+
+/* glibc's calls its own sigtimedwait, past the shim's */
+int sigwait(const sigset_t *restrict set, int *restrict sig)
+{
+    int r;
+    do
+        r = sigtimedwait(set, NULL, NULL);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return errno;
+    *sig = r;
+    return 0;
 }
 
 bool shim_mask_enter(const sigset_t *mask, sigset_t *was)

@@ -408,6 +408,47 @@ TEST(ProcessCpuTimeAttached, KeepsTheNodesThatLeft)
     EXPECT_GE(mn::node_stat(res.output, 0, "detached="), 1) << res.describe();
 }
 
+// A signal sent to the process reaches the thread that takes it, on
+// whichever node: W (another node than main) waits with sigtimedwait,
+// sigwaitinfo, sigwait and a signalfd on globals main wrote, H takes
+// SIGHUP with its handler in ppoll and sigsuspend, and every other thread
+// blocks them; main's kill and sigqueue name the master's process, W's
+// kill its own node's.  A signal no thread takes yet is pending for the
+// process (main's sigpending) until W waits for it.  The same checks as
+// the native run's (before: W's waits failed with EFAULT, and signals
+// stayed in the node process they were sent to).
+class ProcessSignals : public ::testing::TestWithParam<std::tuple<int, const char *>> {};
+
+TEST_P(ProcessSignals, ReachTheThreadThatTakesThem)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = native_result("tests/posix/psignals", {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(std::get<0>(GetParam()), std::get<1>(GetParam()),
+                              relinked("tests/posix/psignals"), {}, { { "CABLES_STATS", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+    EXPECT_GT(mn::node_stat(res.output, 1, "write="), 0) << res.describe(); // W ran there
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, ProcessSignals,
+                         ::testing::Combine(::testing::Values(2, 3), ::testing::Values("shm", "tcp")));
+
+// The same with nodes attached for the threads as they start: a signal
+// kept for the process reaches a node attached after it was sent.
+TEST(ProcessSignalsAttached, ReachTheThreadThatTakesThem)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto res = mn::run_cables(1, "shm", relinked("tests/posix/psignals"), {},
+                              { { "CABLES_STATS", "1" }, { "CABLES_THREADS_PER_NODE", "1" } },
+                              { "-m", "3" });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+}
+
 // A child of fork on node 1 that reads shared data node 1 never held dies
 // of SIGSEGV (a known limit: the child has no runtime), and says why;
 // natively it reads the data and exits 0.

@@ -1,0 +1,440 @@
+/* psig.c: signals sent to the process.  A relinked program's process is
+ * every node process, but kill(pid), sigqueue, alarm, a timer or a
+ * terminal sends a signal to one of them: where no application thread of
+ * that node process took it (each blocked it, none waited for it), it
+ * stayed pending there for ever, though a thread on another node waited
+ * for it (the usual thread that sigwaits for SIGTERM and SIGHUP while
+ * every other thread blocks them).
+ *
+ * Each node counts which signals its application threads take: those
+ * their masks let in, those they wait for (sigwait and its kin), and a
+ * temporary mask's (sigsuspend, ppoll, pselect, epoll_pwait) while it is in
+ * force; a signalfd the program made takes its signals for good.  The
+ * communication thread reads, from a signalfd of its own, only the signals
+ * no thread here takes, so the kernel alone delivers the others, as it did
+ * before.  A signal read is offered to the other nodes up, one after the
+ * other (M_SIGNAL S_OFFER, naming the nodes tried); the first with a
+ * thread taking it sends it to that thread (rt_tgsigqueueinfo).  If none
+ * takes it, the master keeps it pending (S_PARK: a standard signal once,
+ * a real-time one queued), and every node learns which signals it keeps
+ * (S_PARKED): a node whose thread then takes one asks for it (S_WANT), and
+ * it is offered there first.  sigpending reports the kept ones too.
+ *
+ * Forwarded: the signals a program directs at its process (hang-up,
+ * interrupt, quit, terminate, alarm, the user and real-time signals, I/O,
+ * window changes...).  Not: a thread's own faults, SIGABRT, job control,
+ * SIGCHLD (a node process's children are its own), the profiling timers
+ * (each node's CPU time) and glibc's internal signals.  The signal
+ * delivered keeps its number, sender, value and timer; a code no thread
+ * may fake (SI_USER from kill, the kernel's own) arrives as SI_QUEUE.
+ *
+ * The counts are atomics and the signalfd's mask is set again by the
+ * thread that changes them (both async-signal-safe: a handler may change
+ * its thread's mask); only the communication thread reads the signalfd,
+ * delivers and sends.  A run of one node (none attached later) forwards
+ * nothing. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { S_OFFER, S_PARK, S_WANT, S_PARKED };
+
+#define BIT(s) (1ull << ((s) - 1))
+#define KEPT_MAX 4096 /* real-time signals the master keeps at most */
+
+static bool active;
+static uint64_t fwd; /* the signals forwarded */
+static int sfd = -1; /* the communication thread's signalfd */
+
+typedef struct taker {
+    struct taker *next;
+    pid_t tid;
+    _Atomic uint64_t accept; /* the signals of fwd this thread takes now */
+} taker_t;
+
+static cb_mutex_t takers_mu = CB_MUTEX_INIT; /* the list (threads start and end) */
+static taker_t *takers;
+static __thread taker_t *me CB_TLS;
+static _Atomic int count[64];        /* threads here taking signal b + 1 */
+static _Atomic uint64_t sticky;      /* the program's signalfds' signals */
+static _Atomic uint32_t gen;         /* changes of the counts */
+static _Atomic bool poke;            /* for the comm thread: read, then ask */
+static _Atomic uint64_t parked_mask; /* the signals the master keeps, as last heard */
+
+/* master, comm thread: the signals kept, oldest first */
+typedef struct kept {
+    struct kept *next;
+    siginfo_t si;
+} kept_t;
+static kept_t *kept_head;
+static int kept_n;
+static uint64_t kept_sent; /* the mask last sent to the nodes */
+
+static uint64_t taken_here(void)
+{
+    uint64_t m = atomic_load(&sticky);
+    for (int b = 0; b < 64; b++)
+        if (atomic_load(&count[b]) > 0)
+            m |= 1ull << b;
+    return m;
+}
+
+/* the comm thread's signalfd reads what no thread here takes; set again
+ * until no count changed meanwhile (a later change's mask is the last) */
+static void sfd_update(void)
+{
+    for (;;) {
+        uint32_t g = atomic_load(&gen);
+        uint64_t u = fwd & ~taken_here();
+        if (syscall(SYS_signalfd4, sfd, &u, sizeof u, 0) < 0)
+            cb_die("node %d: cannot set the signals the runtime forwards: %s", cb.self,
+                   strerror(errno));
+        if (atomic_load(&gen) == g)
+            break;
+    }
+    /* a signal left pending here by a thread that stopped taking it */
+    atomic_store(&poke, true);
+    cb_comm_kick();
+}
+
+static void set_accept(uint64_t now)
+{
+    taker_t *t = me;
+    if (!t)
+        return;
+    now &= fwd;
+    uint64_t was = atomic_exchange(&t->accept, now), d = was ^ now;
+    if (!d)
+        return;
+    bool edge = false;
+    for (int b = 0; b < 64; b++)
+        if (d >> b & 1) {
+            if (now >> b & 1)
+                edge |= atomic_fetch_add(&count[b], 1) == 0;
+            else
+                edge |= atomic_fetch_sub(&count[b], 1) == 1;
+        }
+    if (edge) {
+        atomic_fetch_add(&gen, 1);
+        sfd_update();
+    }
+    if (now & ~was & atomic_load(&parked_mask)) { /* the master keeps one: ask */
+        atomic_store(&poke, true);
+        cb_comm_kick();
+    }
+}
+
+static uint64_t mask_bits(const sigset_t *m)
+{
+    uint64_t b;
+    memcpy(&b, m, sizeof b); /* signals 1 to 64, as the kernel's */
+    return b;
+}
+
+void cb_psig_mask(int how, const sigset_t *set, const sigset_t *old)
+{
+    if (!active || !me)
+        return;
+    uint64_t s = mask_bits(set), o = mask_bits(old);
+    set_accept(~(how == SIG_BLOCK ? o | s : how == SIG_UNBLOCK ? o & ~s : s));
+}
+
+uint64_t cb_psig_during(const sigset_t *mask)
+{
+    if (!active || !me)
+        return 0;
+    uint64_t was = atomic_load(&me->accept);
+    set_accept(~mask_bits(mask));
+    return was;
+}
+
+uint64_t cb_psig_waiting(const sigset_t *set)
+{
+    if (!active || !me)
+        return 0;
+    uint64_t was = atomic_load(&me->accept);
+    set_accept(was | mask_bits(set));
+    return was;
+}
+
+void cb_psig_restore(uint64_t was)
+{
+    if (active)
+        set_accept(was);
+}
+
+void cb_psig_signalfd(const sigset_t *mask)
+{
+    if (!active || !(mask_bits(mask) & fwd & ~atomic_load(&sticky)))
+        return;
+    atomic_fetch_or(&sticky, mask_bits(mask) & fwd);
+    atomic_fetch_add(&gen, 1);
+    sfd_update();
+}
+
+/* (sigpending's, which a sanitizer's start may call: not instrumented) */
+__attribute__((no_sanitize("address", "undefined"))) uint64_t cb_psig_parked(void)
+{
+    return active ? atomic_load(&parked_mask) : 0;
+}
+
+void cb_psig_thread_start(void)
+{
+    if (!active)
+        return;
+    taker_t *t = calloc(1, sizeof *t);
+    if (!t)
+        cb_die("node %d: out of memory for a thread's signals", cb.self);
+    t->tid = gettid();
+    cb_mutex_lock(&takers_mu);
+    t->next = takers;
+    takers = t;
+    cb_mutex_unlock(&takers_mu);
+    me = t;
+    uint64_t cur;
+    if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, sizeof cur) == 0)
+        set_accept(~cur);
+}
+
+void cb_psig_thread_end(void)
+{
+    taker_t *t = me;
+    if (!t)
+        return;
+    set_accept(0);
+    me = NULL;
+    cb_mutex_lock(&takers_mu);
+    for (taker_t **p = &takers; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    cb_mutex_unlock(&takers_mu);
+    free(t);
+}
+
+/* ---- the communication thread's ---- */
+
+/* a thread here taking it gets it (a program's signalfd: the process) */
+static bool deliver_here(const siginfo_t *si)
+{
+    int s = si->si_signo;
+    bool done = false;
+    pid_t pid = getpid();
+    cb_mutex_lock(&takers_mu);
+    for (taker_t *t = takers; t && !done; t = t->next)
+        if (atomic_load(&t->accept) & BIT(s))
+            done = syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, s, si) == 0;
+    cb_mutex_unlock(&takers_mu);
+    if (!done && atomic_load(&sticky) & BIT(s))
+        done = syscall(SYS_rt_sigqueueinfo, pid, s, si) == 0;
+    return done;
+}
+
+static void park(const siginfo_t *si);
+
+/* here, else the next node up not tried, else kept at the master */
+static void offer(const siginfo_t *si, uint64_t tried)
+{
+    if (deliver_here(si))
+        return;
+    tried |= 1ull << cb.self;
+    int n = atomic_load(&cb.nnodes);
+    for (int k = 0; k < n; k++)
+        if (!(tried >> k & 1) && cb_node_up(k)) {
+            cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = tried };
+            cb_send(k, &m, si, sizeof *si, false);
+            return;
+        }
+    if (cb.self == 0) {
+        park(si);
+    } else {
+        cb_msg_t m = { .type = M_SIGNAL, .a = S_PARK };
+        cb_send(0, &m, si, sizeof *si, false);
+    }
+}
+
+/* this node's threads take signals the master keeps: ask for each */
+static void want_check(void)
+{
+    uint64_t w = atomic_load(&parked_mask) & taken_here();
+    for (int s = 1; s <= 64; s++)
+        if (w & BIT(s)) {
+            cb_msg_t m = { .type = M_SIGNAL, .a = S_WANT, .b = (uint64_t)s };
+            cb_send(0, &m, NULL, 0, false);
+        }
+}
+
+/* master: the mask of the signals kept, to every node up if it changed */
+static void kept_changed(void)
+{
+    uint64_t m = 0;
+    for (kept_t *k = kept_head; k; k = k->next)
+        m |= BIT(k->si.si_signo);
+    atomic_store(&parked_mask, m);
+    if (m == kept_sent)
+        return;
+    kept_sent = m;
+    int n = atomic_load(&cb.nnodes);
+    for (int k = 1; k < n; k++)
+        if (cb_node_up(k)) {
+            cb_msg_t p = { .type = M_SIGNAL, .a = S_PARKED, .b = m };
+            cb_send(k, &p, NULL, 0, false);
+        }
+    want_check();
+}
+
+static void park(const siginfo_t *si)
+{
+    int s = si->si_signo;
+    if (s < SIGRTMIN && atomic_load(&parked_mask) & BIT(s))
+        return; /* a standard signal pending already: one */
+    if (kept_n >= KEPT_MAX) {
+        static bool said;
+        if (!said)
+            fprintf(stderr, "cables: %d signals sent to the process are pending with no thread "
+                    "taking them; signal %d and those after it are dropped\n", kept_n, s);
+        said = true;
+        return;
+    }
+    kept_t *k = malloc(sizeof *k), **p = &kept_head;
+    if (!k)
+        cb_die("node 0: out of memory keeping a signal");
+    k->si = *si;
+    k->next = NULL;
+    while (*p)
+        p = &(*p)->next;
+    *p = k;
+    kept_n++;
+    kept_changed();
+}
+
+/* master: node src has a thread taking s: the oldest kept offered there */
+static void on_want(int src, int s)
+{
+    kept_t **p = &kept_head;
+    while (*p && (*p)->si.si_signo != s)
+        p = &(*p)->next;
+    kept_t *k = *p;
+    if (!k)
+        return; /* taken meanwhile */
+    *p = k->next;
+    kept_n--;
+    siginfo_t si = k->si;
+    free(k);
+    if (src == 0) {
+        offer(&si, 0);
+    } else {
+        cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = 0 };
+        cb_send(src, &m, &si, sizeof si, false);
+    }
+    kept_changed();
+}
+
+/* what the program's thread gets: the signalfd's record as a siginfo */
+static void from_fd(const struct signalfd_siginfo *f, siginfo_t *si)
+{
+    memset(si, 0, sizeof *si);
+    si->si_signo = (int)f->ssi_signo;
+    si->si_errno = f->ssi_errno;
+    si->si_code = f->ssi_code;
+    if (si->si_code == SI_TIMER) { /* _timer: the same offsets as _rt */
+        si->si_pid = (pid_t)f->ssi_tid;
+        si->si_uid = f->ssi_overrun;
+    } else {
+        si->si_pid = (pid_t)f->ssi_pid;
+        si->si_uid = f->ssi_uid;
+    }
+    si->si_value.sival_ptr = (void *)(uintptr_t)f->ssi_ptr;
+    if (si->si_code >= 0 || si->si_code == SI_TKILL)
+        si->si_code = SI_QUEUE; /* another thread may not send those */
+}
+
+static void read_signals(void)
+{
+    struct signalfd_siginfo in[8];
+    ssize_t r;
+    while ((r = syscall(SYS_read, sfd, in, sizeof in)) > 0)
+        for (size_t i = 0; i < (size_t)r / sizeof *in; i++) {
+            if (atomic_load(&cb.stopping))
+                continue; /* the process ends */
+            siginfo_t si;
+            from_fd(&in[i], &si);
+            offer(&si, 0);
+        }
+}
+
+bool cb_psig_poked(void) { return active && atomic_load(&poke); }
+
+void cb_psig_tick(bool readable)
+{
+    if (!active || !(readable || atomic_exchange(&poke, false)))
+        return;
+    read_signals();
+    want_check();
+}
+
+void cb_on_signal(const cb_msg_t *m, const void *p, size_t len)
+{
+    bool info = m->a == S_OFFER || m->a == S_PARK;
+    if (!active || (info ? len != sizeof(siginfo_t) : len != 0) || m->a > S_PARKED)
+        cb_die("node %d: malformed signal message (kind %d, %zu bytes) from node %d", cb.self,
+               (int)m->a, len, m->src);
+    siginfo_t si;
+    if (info)
+        memcpy(&si, p, sizeof si); /* aligned */
+    switch (m->a) {
+    case S_OFFER: offer(&si, m->b); break;
+    case S_PARK: park(&si); break;
+    case S_WANT: on_want(m->src, (int)m->b); break;
+    case S_PARKED:
+        atomic_store(&parked_mask, m->b);
+        want_check();
+        break;
+    }
+}
+
+/* master, comm thread: a node attached later learns what is kept */
+void cb_psig_replay(int k)
+{
+    if (!active || !kept_sent)
+        return;
+    cb_msg_t p = { .type = M_SIGNAL, .a = S_PARKED, .b = kept_sent };
+    cb_send(k, &p, NULL, 0, false);
+}
+
+int cb_psig_init(void)
+{
+    if (!cb.multi || (cb.launched <= 1 && cb.cfg.max_nodes <= 1))
+        return -1;
+    static const int out[] = { SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGTRAP, SIGSYS,
+                               SIGABRT, SIGKILL, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
+                               SIGCONT, SIGCHLD, SIGPROF, SIGVTALRM };
+    fwd = ~0ull;
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++)
+        fwd &= ~BIT(out[i]);
+    for (int s = 32; s < SIGRTMIN; s++) /* glibc's own */
+        fwd &= ~BIT(s);
+    uint64_t none = 0;
+    sfd = (int)syscall(SYS_signalfd4, -1, &none, sizeof none, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0)
+        cb_die("node %d: cannot make a signalfd for the signals sent to the process: %s",
+               cb.self, strerror(errno));
+    active = true;
+    sfd_update();
+    return sfd;
+}
+
+/* a node's main thread serves until the end: a signal no program thread
+ * here takes goes to a node whose thread takes it, not to it */
+void cb_psig_serving(void)
+{
+    if (active)
+        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &fwd, NULL, sizeof fwd);
+}
