@@ -106,7 +106,7 @@ static void sfd_update(void)
 static void set_accept(uint64_t now)
 {
     taker_t *t = me;
-    if (!t)
+    if (!t || cb.forked) /* a child of fork: its signalfd is the parent's */
         return;
     now &= fwd;
     uint64_t was = atomic_exchange(&t->accept, now), d = was ^ now;
@@ -171,7 +171,7 @@ void cb_psig_restore(uint64_t was)
 
 void cb_psig_signalfd(const sigset_t *mask)
 {
-    if (!active || !(mask_bits(mask) & fwd & ~atomic_load(&sticky)))
+    if (!active || cb.forked || !(mask_bits(mask) & fwd & ~atomic_load(&sticky)))
         return;
     atomic_fetch_or(&sticky, mask_bits(mask) & fwd);
     atomic_fetch_add(&gen, 1);
@@ -293,8 +293,9 @@ static void kept_changed(void)
 static void park(const siginfo_t *si)
 {
     int s = si->si_signo;
-    if (s < SIGRTMIN && atomic_load(&parked_mask) & BIT(s))
-        return; /* a standard signal pending already: one */
+    for (kept_t *k = kept_head; k && s < SIGRTMIN; k = k->next)
+        if (k->si.si_signo == s)
+            return; /* a standard signal pending already: one */
     if (kept_n >= KEPT_MAX) {
         static bool said;
         if (!said)
@@ -328,13 +329,13 @@ static void on_want(int src, int s)
     kept_n--;
     siginfo_t si = k->si;
     free(k);
+    kept_changed();
     if (src == 0) {
         offer(&si, 0);
     } else {
         cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = 0 };
         cb_send(src, &m, &si, sizeof si, false);
     }
-    kept_changed();
 }
 
 /* what the program's thread gets: the signalfd's record as a siginfo */

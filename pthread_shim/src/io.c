@@ -31,9 +31,10 @@
  * (clock_getres, getrlimit, prlimit, sysinfo, getitimer, setitimer,
  * timer_gettime, timer_settime, sigpending, sched_getaffinity,
  * sched_getparam, sched_rr_get_interval, getgroups, getresuid, getresgid,
- * getentropy; cputime.c: clock_gettime, getrusage, times).
+ * getentropy; cputime.c: clock_gettime, getrusage, times; signals.c:
+ * sigtimedwait, sigwaitinfo, sigwait).
  *
- * Not covered: other system calls taking buffers (mincore, sigtimedwait,
+ * Not covered: other system calls taking buffers (mincore, sigaltstack,
  * ...), the unlocked and wide stdio variants,
  * fflush(NULL) and the flush of every stream at exit; a transfer that
  * comes back short because a page was invalidated mid-call is not redone
