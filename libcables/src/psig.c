@@ -14,7 +14,8 @@
  * no thread here takes, so the kernel alone delivers the others, as it did
  * before.  A signal read is offered to the other nodes up, one after the
  * other (M_SIGNAL S_OFFER, naming the nodes tried); the first with a
- * thread taking it sends it to that thread (rt_tgsigqueueinfo).  If none
+ * thread taking it sends it to its own process again (rt_sigqueueinfo),
+ * whose kernel gives it to a thread that takes it.  If none
  * takes it, the master keeps it pending (S_PARK: a standard signal once,
  * a real-time one queued), and every node learns which signals it keeps
  * (S_PARKED): a node whose thread then takes one asks for it (S_WANT), and
@@ -31,7 +32,10 @@
  * The counts are atomics and the signalfd's mask is set again by the
  * thread that changes them (both async-signal-safe: a handler may change
  * its thread's mask); only the communication thread reads the signalfd,
- * delivers and sends.  A run of one node (none attached later) forwards
+ * sends and keeps.  Not followed: a mask the kernel puts back as a handler
+ * returns (a handler that changed its thread's mask leaves the count at
+ * its change), and the masks of calls past the shim (__ppoll_chk of
+ * fortified builds, epoll_pwait2, sigpause, setcontext).  A run of one node (none attached later) forwards
  * nothing. */
 #include <errno.h>
 #include <signal.h>
@@ -52,15 +56,10 @@ static bool active;
 static uint64_t fwd; /* the signals forwarded */
 static int sfd = -1; /* the communication thread's signalfd */
 
-typedef struct taker {
-    struct taker *next;
-    pid_t tid;
-    _Atomic uint64_t accept; /* the signals of fwd this thread takes now */
-} taker_t;
-
-static cb_mutex_t takers_mu = CB_MUTEX_INIT; /* the list (threads start and end) */
-static taker_t *takers;
-static __thread taker_t *me CB_TLS;
+/* an application thread's: the signals of fwd it takes now (its kernel
+ * id: a child of fork or vfork, whose memory this is too, counts none) */
+static __thread _Atomic uint64_t my_accept CB_TLS;
+static __thread pid_t my_tid CB_TLS;
 static _Atomic int count[64];        /* threads here taking signal b + 1 */
 static _Atomic uint64_t sticky;      /* the program's signalfds' signals */
 static _Atomic uint32_t gen;         /* changes of the counts */
@@ -103,13 +102,14 @@ static void sfd_update(void)
     cb_comm_kick();
 }
 
+static bool counted(void) { return my_tid && my_tid == gettid(); }
+
 static void set_accept(uint64_t now)
 {
-    taker_t *t = me;
-    if (!t || cb.forked) /* a child of fork: its signalfd is the parent's */
+    if (!counted())
         return;
     now &= fwd;
-    uint64_t was = atomic_exchange(&t->accept, now), d = was ^ now;
+    uint64_t was = atomic_exchange(&my_accept, now), d = was ^ now;
     if (!d)
         return;
     bool edge = false;
@@ -139,7 +139,7 @@ static uint64_t mask_bits(const sigset_t *m)
 
 void cb_psig_mask(int how, const sigset_t *set, const sigset_t *old)
 {
-    if (!active || !me)
+    if (!active)
         return;
     uint64_t s = mask_bits(set), o = mask_bits(old);
     set_accept(~(how == SIG_BLOCK ? o | s : how == SIG_UNBLOCK ? o & ~s : s));
@@ -147,18 +147,18 @@ void cb_psig_mask(int how, const sigset_t *set, const sigset_t *old)
 
 uint64_t cb_psig_during(const sigset_t *mask)
 {
-    if (!active || !me)
+    if (!active || !counted())
         return 0;
-    uint64_t was = atomic_load(&me->accept);
+    uint64_t was = atomic_load(&my_accept);
     set_accept(~mask_bits(mask));
     return was;
 }
 
 uint64_t cb_psig_waiting(const sigset_t *set)
 {
-    if (!active || !me)
+    if (!active || !counted())
         return 0;
-    uint64_t was = atomic_load(&me->accept);
+    uint64_t was = atomic_load(&my_accept);
     set_accept(was | mask_bits(set));
     return was;
 }
@@ -172,7 +172,7 @@ void cb_psig_restore(uint64_t was)
 void cb_psig_signalfd(const sigset_t *mask)
 {
     if (!active || cb.forked || !(mask_bits(mask) & fwd & ~atomic_load(&sticky)))
-        return;
+        return; /* (a child of vfork: the signalfd is the child's) */
     atomic_fetch_or(&sticky, mask_bits(mask) & fwd);
     atomic_fetch_add(&gen, 1);
     sfd_update();
@@ -181,22 +181,15 @@ void cb_psig_signalfd(const sigset_t *mask)
 /* (sigpending's, which a sanitizer's start may call: not instrumented) */
 __attribute__((no_sanitize("address", "undefined"))) uint64_t cb_psig_parked(void)
 {
-    return active ? atomic_load(&parked_mask) : 0;
+    return active && !cb.forked ? atomic_load(&parked_mask) : 0;
 }
 
 void cb_psig_thread_start(void)
 {
     if (!active)
         return;
-    taker_t *t = calloc(1, sizeof *t);
-    if (!t)
-        cb_die("node %d: out of memory for a thread's signals", cb.self);
-    t->tid = gettid();
-    cb_mutex_lock(&takers_mu);
-    t->next = takers;
-    takers = t;
-    cb_mutex_unlock(&takers_mu);
-    me = t;
+    atomic_store(&my_accept, 0);
+    my_tid = gettid();
     uint64_t cur;
     if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, sizeof cur) == 0)
         set_accept(~cur);
@@ -204,37 +197,29 @@ void cb_psig_thread_start(void)
 
 void cb_psig_thread_end(void)
 {
-    taker_t *t = me;
-    if (!t)
-        return;
     set_accept(0);
-    me = NULL;
-    cb_mutex_lock(&takers_mu);
-    for (taker_t **p = &takers; *p; p = &(*p)->next)
-        if (*p == t) {
-            *p = t->next;
-            break;
-        }
-    cb_mutex_unlock(&takers_mu);
-    free(t);
+    my_tid = 0;
 }
 
 /* ---- the communication thread's ---- */
 
-/* a thread here taking it gets it (a program's signalfd: the process) */
+/* A thread here takes it: sent to this process, whose thread that takes
+ * it when it comes gets it from the kernel (none left: the signalfd,
+ * whose mask then has it, reads it again).  At the kernel's limit of
+ * queued signals it is dropped, as a sender's sigqueue would fail. */
 static bool deliver_here(const siginfo_t *si)
 {
     int s = si->si_signo;
-    bool done = false;
-    pid_t pid = getpid();
-    cb_mutex_lock(&takers_mu);
-    for (taker_t *t = takers; t && !done; t = t->next)
-        if (atomic_load(&t->accept) & BIT(s))
-            done = syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, s, si) == 0;
-    cb_mutex_unlock(&takers_mu);
-    if (!done && atomic_load(&sticky) & BIT(s))
-        done = syscall(SYS_rt_sigqueueinfo, pid, s, si) == 0;
-    return done;
+    if (!(taken_here() & BIT(s)))
+        return false;
+    if (syscall(SYS_rt_sigqueueinfo, getpid(), s, si) && errno == EAGAIN) {
+        static bool said;
+        if (!said)
+            fprintf(stderr, "cables: node %d: signal %d sent to the process is dropped: the "
+                    "limit of queued signals is reached (RLIMIT_SIGPENDING)\n", cb.self, s);
+        said = true;
+    }
+    return true;
 }
 
 static void park(const siginfo_t *si);
@@ -247,7 +232,7 @@ static void offer(const siginfo_t *si, uint64_t tried)
     tried |= 1ull << cb.self;
     int n = atomic_load(&cb.nnodes);
     for (int k = 0; k < n; k++)
-        if (!(tried >> k & 1) && cb_node_up(k)) {
+        if (!(tried >> k & 1) && cb_node_open(k)) {
             cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = tried };
             cb_send(k, &m, si, sizeof *si, false);
             return;
@@ -316,25 +301,34 @@ static void park(const siginfo_t *si)
     kept_changed();
 }
 
-/* master: node src has a thread taking s: the oldest kept offered there */
+/* master: node src has a thread taking s: those kept offered there, in
+ * their order (none: taken meanwhile) */
 static void on_want(int src, int s)
 {
-    kept_t **p = &kept_head;
-    while (*p && (*p)->si.si_signo != s)
-        p = &(*p)->next;
-    kept_t *k = *p;
-    if (!k)
-        return; /* taken meanwhile */
-    *p = k->next;
-    kept_n--;
-    siginfo_t si = k->si;
-    free(k);
+    kept_t *mine = NULL, **tail = &mine;
+    for (kept_t **p = &kept_head; *p;)
+        if ((*p)->si.si_signo == s) {
+            *tail = *p;
+            *p = (*p)->next;
+            tail = &(*tail)->next;
+            *tail = NULL;
+            kept_n--;
+        } else {
+            p = &(*p)->next;
+        }
+    if (!mine)
+        return;
     kept_changed();
-    if (src == 0) {
-        offer(&si, 0);
-    } else {
-        cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = 0 };
-        cb_send(src, &m, &si, sizeof si, false);
+    while (mine) {
+        kept_t *k = mine;
+        mine = k->next;
+        if (src == 0) {
+            offer(&k->si, 0);
+        } else {
+            cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = 0 };
+            cb_send(src, &m, &k->si, sizeof k->si, false);
+        }
+        free(k);
     }
 }
 

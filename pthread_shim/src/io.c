@@ -1190,11 +1190,11 @@ int getsockopt(int fd, int level, int name, void *restrict val, socklen_t *restr
  * node's own signalfd or pipe), here: at the master those numbers are
  * other descriptors, and a signal must interrupt the wait here (before,
  * a node's signalfd was polled as the master's descriptor of its number). */
-static bool poll_there(const struct pollfd *fds, nfds_t n)
+static bool poll_there(struct pollfd *fds, nfds_t n) /* (not const: poll's fds are write_only to GCC) */
 {
     if (!shim_remote_fd(-1))
         return false;
-    for (nfds_t i = 0; i < n; i++)
+    for (nfds_t i = 0; fds && i < n; i++)
         if (fds[i].fd >= 0 && shim_remote_fd(fds[i].fd))
             return true;
     return false;
@@ -1204,9 +1204,9 @@ static bool select_there(int n, fd_set *const set[3])
 {
     if (!shim_remote_fd(-1))
         return false;
-    for (int k = 0; k < 3; k++)
-        for (int fd = 0; set[k] && fd < n && fd < FD_SETSIZE; fd++)
-            if (FD_ISSET(fd, set[k]) && shim_remote_fd(fd))
+    for (int k = 0; k < 3; k++) /* (a set of n > FD_SETSIZE descriptors is longer) */
+        for (int fd = 0; set[k] && fd < n; fd++)
+            if (__FDS_BITS(set[k])[fd / __NFDBITS] >> (fd % __NFDBITS) & 1 && shim_remote_fd(fd))
                 return true;
     return false;
 }

@@ -115,7 +115,7 @@ bool shim_mask_enter(const sigset_t *mask, sigset_t *was)
 {
     sigset_t pend;
     bool handled = false;
-    if (sigpending(&pend) == 0)
+    if (REAL(sigpending)(&pend) == 0) /* the node's (not those the master keeps) */
         for (int sig = 1; sig < NSIG && !handled; sig++) {
             struct sigaction a;
             if (sigismember(&pend, sig) != 1 || sigismember(mask, sig) == 1 ||

@@ -7,7 +7,8 @@
  *     records that are globals main wrote (shared pages its node never
  *     held): SIGUSR1 from main's kill (its sender main); SIGUSR2, sent
  *     before W waited for it (pending for the process: main's sigpending
- *     shows it) ; SIGRTMIN from sigqueue with its value; a bounded wait
+ *     shows it); SIGRTMIN from sigqueue with its value; three SIGRTMIN + 1,
+ *     sent before, in their order with their values; a bounded wait
  *     for nothing ends with EAGAIN; SIGWINCH through a signalfd it made;
  *     SIGTERM last, from main.
  *   - H takes SIGHUP while it waits in ppoll, then sigsuspend, with masks
@@ -26,7 +27,7 @@
 
 #include "check.h"
 
-static sigset_t blocked, w_first, w_second, w_none, w_term, winch, hup_in;
+static sigset_t blocked, w_first, w_second, w_rt1, w_none, w_term, winch, hup_in;
 static siginfo_t got;
 static struct timespec bound = { WAIT_MS / 1000, 0 }, brief = { 0, 200000000 };
 static pid_t main_pid;
@@ -52,6 +53,10 @@ static void *w_main(void *arg)
     CHECK_EQ("rtmin_code", got.si_code, SI_QUEUE);
     CHECK_EQ("rtmin_value", got.si_value.sival_int, 42);
     CHECK_EQ("rtmin_sender", got.si_pid, main_pid);
+    for (int i = 1; i <= 3; i++) { /* queued, in their order */
+        CHECK_EQ("rtmin1", sigtimedwait(&w_rt1, &got, &bound), SIGRTMIN + 1);
+        CHECK_EQ("rtmin1_value", got.si_value.sival_int, i);
+    }
     errno = 0;
     CHECK_EQ("nothing", sigtimedwait(&w_none, NULL, &brief), -1);
     CHECK_ERR("nothing_errno", errno, EAGAIN);
@@ -99,7 +104,7 @@ int main(void)
 {
     check_start();
     main_pid = getpid();
-    int sigs[] = { SIGUSR1, SIGUSR2, SIGHUP, SIGTERM, SIGWINCH, SIGRTMIN };
+    int sigs[] = { SIGUSR1, SIGUSR2, SIGHUP, SIGTERM, SIGWINCH, SIGRTMIN, SIGRTMIN + 1 };
     sigemptyset(&blocked);
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
         sigaddset(&blocked, sigs[i]);
@@ -108,6 +113,8 @@ int main(void)
     sigemptyset(&w_second);
     sigaddset(&w_second, SIGUSR2);
     sigaddset(&w_second, SIGRTMIN);
+    sigemptyset(&w_rt1);
+    sigaddset(&w_rt1, SIGRTMIN + 1);
     sigemptyset(&w_none);
     sigaddset(&w_none, SIGUSR2);
     sigemptyset(&w_term);
@@ -135,6 +142,12 @@ int main(void)
     CHECK_EQ("kill_usr1", kill(getpid(), SIGUSR1), 0);
     CHECK("w_took_usr2", gate_wait(&g, 2));
     CHECK("usr2_taken", !pending(SIGUSR2));
+    for (int i = 1; i <= 3; i++) /* no thread takes it yet: three queued */
+        CHECK_EQ("sigqueue_rtmin1", sigqueue(getpid(), SIGRTMIN + 1, (union sigval){ .sival_int = i }), 0);
+    end = check_now_ms(CLOCK_MONOTONIC) + WAIT_MS;
+    while (!pending(SIGRTMIN + 1) && check_now_ms(CLOCK_MONOTONIC) < end)
+        usleep(1000);
+    CHECK("rtmin1_pending", pending(SIGRTMIN + 1));
     CHECK_EQ("sigqueue", sigqueue(getpid(), SIGRTMIN, (union sigval){ .sival_int = 42 }), 0);
     CHECK("w_signalfd", gate_wait(&g, 3));
     CHECK_EQ("kill_winch", kill(getpid(), SIGWINCH), 0);
