@@ -601,7 +601,7 @@ bool cb_in_segv_handler(void)
     if (!in_app_segv)
         return false;
     stack_t ss;
-    if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK))
+    if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && !(ss.ss_flags & SS_ONSTACK))
         in_app_segv = false; /* it left by a jump */
     return in_app_segv;
 }

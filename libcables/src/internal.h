@@ -391,6 +391,9 @@ void cb_on_claim_reply(const cb_msg_t *m, const void *p, size_t len);
 /* stack.c: run fn(arg) on a stack in the GAS of size bytes (0: the
  * default), until fn returns, calls pthread_exit (*exited) or is cancelled */
 void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exited);
+/* this thread's alternate signal stack is the runtime's (private to its
+ * node: the fault path's), set up by cb_run_on_gas_stack */
+extern __thread bool cb_alt_ours CB_TLS;
 void cb_thread_exit(void *value) __attribute__((noreturn)); /* pthread_exit of an app thread */
 extern void (*cb_thread_end_hook)(void); /* runs on the ending thread's GAS stack */
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 
 #include "internal.h"
@@ -82,6 +83,7 @@ struct run {
     ucontext_t back;
 };
 static __thread struct run *running;
+__thread bool cb_alt_ours CB_TLS;
 void (*cb_thread_end_hook)(void);
 
 /* The application's function runs under a cancellation buffer of glibc's:
@@ -129,8 +131,10 @@ void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exi
     size = (size + cb.ps - 1) / cb.ps * cb.ps;
     stack_t alt = { .ss_size = ALT_SIZE }, old;
     alt.ss_sp = cb_mmap(NULL, ALT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (alt.ss_sp == MAP_FAILED || sigaltstack(&alt, &old))
+    /* the system call: the shim's sigaltstack keeps the program's apart */
+    if (alt.ss_sp == MAP_FAILED || syscall(SYS_sigaltstack, &alt, &old))
         cb_die("node %d: cannot set up a signal stack: %s", cb.self, strerror(errno));
+    cb_alt_ours = true;
     uint8_t *stk = stack_get(size);
     if (cb_thr) { /* pthread_getattr_np; then operations by id may act (thread.c) */
         cb_thr->stack = stk;
@@ -150,7 +154,8 @@ void *cb_run_on_gas_stack(void *(*fn)(void *), void *arg, size_t size, bool *exi
         cb_die("swapcontext: %s", strerror(errno));
     running = NULL;
     stack_put(stk, size);
-    sigaltstack(&old, NULL);
+    cb_alt_ours = false;
+    syscall(SYS_sigaltstack, &old, NULL);
     cb_munmap(alt.ss_sp, ALT_SIZE);
     if (exited)
         *exited = r.exited;

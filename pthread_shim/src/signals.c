@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "shim.h"
 
@@ -108,6 +109,51 @@ int sigwait(const sigset_t *restrict set, int *restrict sig)
     if (r < 0)
         return errno;
     *sig = r;
+    return 0;
+}
+
+/* sigaltstack: an application thread's alternate signal stack in the
+ * kernel stays the runtime's, private to its node (libcables/src/stack.c),
+ * and the program's is kept here, given back as the kernel would (its
+ * handlers with SA_ONSTACK run on the runtime's, 64 KiB).  Before, a
+ * program's stack in shared memory (a global, a heap block) became the
+ * kernel's: a fault's signal frame went there, and on a page its node did
+ * not hold the kernel could not write it: the node died of SIGSEGV. */
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1U << 31) /* (Linux's; not in every libc's headers) */
+#endif
+static __thread stack_t prog_alt = { .ss_flags = SS_DISABLE };
+
+EARLY_FN int sigaltstack(const stack_t *restrict ss, stack_t *restrict old)
+{
+    if (!cb_app_thread || !cb_alt_ours)
+        return EARLY(sigaltstack)(ss, old);
+    stack_t k, n = { .ss_flags = SS_DISABLE };
+    if (syscall(SYS_sigaltstack, NULL, &k))
+        return -1;
+    bool on = k.ss_flags & SS_ONSTACK;
+    if (ss) {
+        n = *ss;
+        int mode = n.ss_flags & ~(int)SS_AUTODISARM;
+        if (mode != 0 && mode != SS_ONSTACK && mode != SS_DISABLE)
+            return errno = EINVAL, -1;
+        if (on)
+            return errno = EPERM, -1;
+        if (mode == SS_DISABLE)
+            n = (stack_t){ .ss_flags = SS_DISABLE };
+        else if (n.ss_size < (size_t)MINSIGSTKSZ)
+            return errno = ENOMEM, -1;
+        else
+            n.ss_flags &= (int)SS_AUTODISARM; /* SS_ONSTACK: 0, as the kernel takes it */
+    }
+    if (old) {
+        stack_t o = prog_alt;
+        if (!(o.ss_flags & SS_DISABLE) && on)
+            o.ss_flags |= SS_ONSTACK;
+        *old = o;
+    }
+    if (ss)
+        prog_alt = n;
     return 0;
 }
 

@@ -41,9 +41,18 @@ static void on_hup(int sig)
         hups_here++;
 }
 
+/* W's alternate signal stack: a global its node never held (on
+ * libcables, before: the kernel wrote a fault's signal frame there, could
+ * not, and W's node died) */
+static char alt_mem[64 * 1024];
+
 static void *w_main(void *arg)
 {
     (void)arg;
+    stack_t ss = { .ss_sp = alt_mem, .ss_size = sizeof alt_mem }, o;
+    CHECK_EQ("sigaltstack", sigaltstack(&ss, NULL), 0);
+    CHECK_EQ("sigaltstack_query", sigaltstack(NULL, &o), 0);
+    CHECK("sigaltstack_is", o.ss_sp == alt_mem && o.ss_size == sizeof alt_mem && o.ss_flags == 0);
     gate_set(&g, 1);
     CHECK_EQ("usr1", sigtimedwait(&w_first, &got, &bound), SIGUSR1);
     CHECK_EQ("usr1_sender", got.si_pid, main_pid);
