@@ -34,7 +34,7 @@
  * getentropy; cputime.c: clock_gettime, getrusage, times; signals.c:
  * sigtimedwait, sigwaitinfo, sigwait).
  *
- * Not covered: other system calls taking buffers (mincore, sigaltstack,
+ * Not covered: other system calls taking buffers (mincore, prctl,
  * ...), the unlocked and wide stdio variants,
  * fflush(NULL) and the flush of every stream at exit; a transfer that
  * comes back short because a page was invalidated mid-call is not redone
