@@ -384,6 +384,7 @@ static void *comm_main(void *arg)
         uint64_t now = cb_now_ns();
         if (now >= next_check) {
             cb_check_peers();
+            cb_rsys_tick();
             next_check = now + 250000000ull;
         }
         cb_gc_tick();

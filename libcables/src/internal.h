@@ -138,6 +138,9 @@ extern __thread int cb_syncing CB_TLS;
 /* Wait for w, a deadline (false) or a cancellation of this thread (false,
  * with cb_thr->cancel set); cancellable only in application threads. */
 bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
+/* Wait for w (1), until a handler without SA_RESTART ran on this thread
+ * (0) or its cancellation is asked and enabled (-1; application threads) */
+int cb_waiter_wait_intr(cb_waiter_t *w);
 
 /* ---- messages (comm.c) ---- */
 enum cb_msg_type {
@@ -512,8 +515,17 @@ typedef struct {
     uint32_t nbuf, pad_;
     struct { uint32_t arg, flags; uint64_t len; } buf[CB_RSYS_BUFS];
 } cb_rsys_t;
-/* make the call at the master: its result, or -1 with errno set */
+/* make the call at the master: its result, or -1 with errno set.  An
+ * application thread's wait ends early when a handler without SA_RESTART
+ * runs on it or its cancellation is asked: the call at the master is then
+ * interrupted (EINTR, unless it ended first), and a cancellation acted on */
 long cb_rsys(cb_rsys_t *r);
+/* the real-time signal the runtime takes from libc (__libc_allocate_rtsig,
+ * so past the program's SIGRTMAX) to interrupt a proxy's call; the
+ * program's sigaction of it changes nothing */
+extern int cb_rsig;
+void cb_rsys_init(void);
+void cb_rsys_tick(void); /* master, comm thread: interrupts not yet met sent again */
 /* the shim's operations, made at the master (set by the shim) */
 extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
 void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);

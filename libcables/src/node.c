@@ -459,6 +459,7 @@ void cb_node_start(int *argc, char ***argv)
     cb_numa_place(lr ? atoi(lr) : 0, lr && ls ? atoi(ls) : 1);
     cb_store_init();
     cb_proc_init();
+    cb_rsys_init();
     if (cb.self != 0) /* before the thread that starts the program's threads here */
         cb_cxx_streams();
     cb_comm_start();

@@ -416,6 +416,8 @@ int cb_psig_init(void)
         fwd &= ~BIT(out[i]);
     for (int s = 32; s < SIGRTMIN; s++) /* glibc's own */
         fwd &= ~BIT(s);
+    if (cb_rsig)
+        fwd &= ~BIT(cb_rsig); /* the runtime's (rsys.c) */
     uint64_t none = 0;
     sfd = (int)syscall(SYS_signalfd4, -1, &none, sizeof none, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd < 0)

@@ -16,7 +16,20 @@
  * PROXY_MAX are started; beyond them, calls queue).  Proxies block the
  * signals sent to the process (not theirs to take), not those a fault
  * raises: a stream of the master's may be in the shared memory, and its
- * page faults go to the fault path as anyone's. */
+ * page faults go to the fault path as anyone's.
+ *
+ * A call is interrupted as the caller's own would be: when a handler
+ * without SA_RESTART runs on the waiting thread, or its cancellation is
+ * asked, the caller asks the master (M_RSYS, a = RSYS_INTR), which takes
+ * the call out of the queue or sends the proxy making it cb_rsig, whose
+ * handler (without SA_RESTART) makes its system call return EINTR; until
+ * the call ends, the signal is sent again every 250 ms (it may come just
+ * before the proxy enters the call).  A call that ended first answers as
+ * it ended (no data is lost); one that was interrupted answers EINTR, and
+ * a cancelled caller then acts on its cancellation (the remote calls are
+ * cancellation points, as their kernel calls).  Before, a thread blocked
+ * in a read of a master's pipe could be neither interrupted nor
+ * cancelled: its join waited for ever. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -28,8 +41,10 @@
 #include "internal.h"
 
 #define PROXY_MAX 256
+enum { RSYS_CALL, RSYS_INTR }; /* M_RSYS a */
 
 long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
+int cb_rsig;
 
 /* ---- the caller's side ---- */
 
@@ -51,9 +66,15 @@ long cb_rsys(cb_rsys_t *r)
             at += r->buf[i].len;
         }
     cb_waiter_t *w = cb_waiter_new();
-    cb_msg_t m = { .type = M_RSYS };
+    cb_msg_t m = { .type = M_RSYS, .a = RSYS_CALL };
     uint64_t t0 = cb_now_ns();
-    cb_call(0, &m, req, inlen, w);
+    cb_call_post(0, &m, req, inlen, w);
+    int how = cb_app_thread ? cb_waiter_wait_intr(w) : (cb_waiter_wait(w), 1);
+    if (how != 1) {
+        cb_msg_t i = { .type = M_RSYS, .a = RSYS_INTR, .b = (uintptr_t)w };
+        cb_send(0, &i, NULL, 0, false);
+        cb_waiter_wait(w);
+    }
     STAT_ADD(remote_calls, 1);
     STAT_ADD(remote_call_ns, cb_now_ns() - t0);
     free(req);
@@ -81,6 +102,14 @@ long cb_rsys(cb_rsys_t *r)
     }
     free(w->data);
     cb_waiter_free(w);
+    /* cancelled (the cancellation's own signal may have ended the wait
+     * first): acted on, which unwinds */
+    if (how != 1 && res == -1 && err == EINTR && atomic_load(&cb_thr->cancel) && !cb_thr->cancel_off) {
+        static void (*testcancel)(void);
+        if (!testcancel)
+            testcancel = (void (*)(void))cb_libc("pthread_testcancel");
+        testcancel();
+    }
     /* err: also a failure that is not -1 (a NULL stream) */
     errno = err ? err : saved;
     return res;
@@ -90,6 +119,9 @@ long cb_rsys(cb_rsys_t *r)
 
 typedef struct job {
     struct job *next;
+    struct job *run_next; /* in the list of the running */
+    pid_t proxy;          /* the proxy making it (running) */
+    _Atomic bool intr;    /* its caller asked to interrupt it */
     cb_msg_t m;
     size_t len;
     uint8_t p[]; /* the request */
@@ -97,6 +129,7 @@ typedef struct job {
 
 static cb_mutex_t pool_mu = CB_MUTEX_INIT;
 static job_t *head, *tail;
+static job_t *running; /* (pool_mu) */
 static uint32_t queued, idle, started; /* a job is taken by an idle proxy, or one started */
 static _Atomic uint32_t jobs_seq; /* proxies sleep on it */
 
@@ -137,7 +170,9 @@ static void run(job_t *j)
     }
     long res = -1;
     int err = 0;
-    if (!refused) {
+    if (!refused && atomic_load(&j->intr)) {
+        err = EINTR; /* interrupted before it began */
+    } else if (!refused) {
         if (r.op < CB_RSYS_LIB) {
             res = syscall(r.op, r.arg[0], r.arg[1], r.arg[2], r.arg[3], r.arg[4], r.arg[5]);
             err = res == -1 ? errno : 0;
@@ -175,10 +210,16 @@ static void run(job_t *j)
     answer(&j->m, res, err, refused, out, refused ? 0 : outlen);
 }
 
+static void on_rsig(int sig) { (void)sig; } /* its call returns EINTR */
+
 static void *proxy_main(void *arg)
 {
     (void)arg;
     cb_block_process_signals();
+    sigset_t r;
+    sigemptyset(&r);
+    sigaddset(&r, cb_rsig);
+    pthread_sigmask(SIG_UNBLOCK, &r, NULL);
     for (;;) {
         cb_mutex_lock(&pool_mu);
         while (!head) {
@@ -193,22 +234,91 @@ static void *proxy_main(void *arg)
         if (!(head = j->next))
             tail = NULL;
         queued--;
+        j->proxy = gettid();
+        j->run_next = running;
+        running = j;
         cb_mutex_unlock(&pool_mu);
         run(j);
+        cb_mutex_lock(&pool_mu);
+        for (job_t **p = &running; *p; p = &(*p)->run_next)
+            if (*p == j) {
+                *p = j->run_next;
+                break;
+            }
+        cb_mutex_unlock(&pool_mu);
         free(j);
     }
     return NULL;
 }
 
-/* comm thread (master): M_RSYS, a call to make here */
+/* comm thread (master): node src's call of waiter w interrupted */
+static void interrupt(int src, uint64_t w)
+{
+    job_t *gone = NULL;
+    cb_mutex_lock(&pool_mu);
+    for (job_t **p = &head, *prev = NULL; *p; prev = *p, p = &(*p)->next)
+        if ((*p)->m.src == src && (*p)->m.waiter == w) { /* not begun: out of the queue */
+            gone = *p;
+            if (!(*p = gone->next))
+                tail = prev;
+            queued--;
+            break;
+        }
+    for (job_t *j = running; j && !gone; j = j->run_next)
+        if (j->m.src == src && j->m.waiter == w) {
+            atomic_store(&j->intr, true);
+            syscall(SYS_tgkill, getpid(), j->proxy, cb_rsig);
+            break;
+        }
+    cb_mutex_unlock(&pool_mu);
+    if (gone) {
+        answer(&gone->m, -1, EINTR, 0, NULL, 0);
+        free(gone);
+    }
+}
+
+void cb_rsys_tick(void)
+{
+    if (cb.self != 0)
+        return;
+    cb_mutex_lock(&pool_mu);
+    for (job_t *j = running; j; j = j->run_next)
+        if (atomic_load(&j->intr))
+            syscall(SYS_tgkill, getpid(), j->proxy, cb_rsig);
+    cb_mutex_unlock(&pool_mu);
+}
+
+void cb_rsys_init(void)
+{
+    int (*alloc)(int) = (int (*)(int))cb_libc("__libc_allocate_rtsig");
+    int s = alloc ? alloc(1) : -1; /* (the program's SIGRTMAX is one less) */
+    if (s <= 0)
+        cb_die("node %d: no real-time signal left for the runtime", cb.self);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_rsig; /* no SA_RESTART */
+    sigemptyset(&sa.sa_mask);
+    if (cb_sigaction(s, &sa, NULL))
+        cb_die("node %d: cannot set the handler of signal %d: %s", cb.self, s, strerror(errno));
+    cb_rsig = s;
+}
+
+/* comm thread (master): M_RSYS, a call to make here, or to interrupt */
 void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len)
 {
+    if (m->a == RSYS_INTR) {
+        interrupt(m->src, m->b);
+        return;
+    }
     job_t *j = malloc(sizeof *j + len);
     if (!j) {
         answer(m, -1, 0, ENOMEM, NULL, 0);
         return;
     }
     j->next = NULL;
+    j->run_next = NULL;
+    j->proxy = 0;
+    atomic_store(&j->intr, false);
     j->m = *m;
     j->len = len;
     memcpy(j->p, p, len);

@@ -1,5 +1,6 @@
 /* sys.c: futex waiting, clocks, the waiter handshake with the comm thread. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <string.h>
@@ -96,6 +97,32 @@ static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)
         syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, tp, NULL, 0);
     }
     return true;
+}
+
+int cb_waiter_wait_intr(cb_waiter_t *w)
+{
+    uint32_t v = 0;
+    if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
+        return 1;
+    cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
+    if (t)
+        atomic_store(&t->waiting, w); /* where a cancellation wakes it */
+    int r = 1;
+    while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
+        if (t && atomic_load(&t->cancel) && !t->cancel_off) {
+            r = -1;
+            break;
+        }
+        /* untimed: the kernel restarts it after a handler with SA_RESTART */
+        if (syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0) &&
+            errno == EINTR) {
+            r = 0;
+            break;
+        }
+    }
+    if (t)
+        atomic_store(&t->waiting, NULL);
+    return r;
 }
 
 bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)

@@ -449,6 +449,29 @@ TEST(ProcessSignalsAttached, ReachTheThreadThatTakesThem)
     EXPECT_EQ(r["ok"], "1") << res.describe();
 }
 
+// A thread of another node blocked in a read of main's pipe (a call made
+// at the master) is interrupted as a process's thread is: a handler
+// without SA_RESTART makes it EINTR (no byte lost), one with SA_RESTART
+// lets it go on, and pthread_cancel ends it (before: its join waited for
+// ever).  The same checks as the native run's.
+class RemoteCallInterrupt : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(RemoteCallInterrupt, AsTheCallersOwn)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = native_result("tests/posix/interrupt", {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(2, GetParam(), relinked("tests/posix/interrupt"), {},
+                              { { "CABLES_STATS", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+    EXPECT_GE(mn::node_stat(res.output, 1, "remote calls="), 4) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, RemoteCallInterrupt, ::testing::Values("shm", "tcp"));
+
 // A child of fork on node 1 that reads shared data node 1 never held dies
 // of SIGSEGV (a known limit: the child has no runtime), and says why;
 // natively it reads the data and exits 0.

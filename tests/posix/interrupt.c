@@ -1,0 +1,111 @@
+/* interrupt: a thread blocked in a read of main's pipe (on libcables, on
+ * another node: the read is made at the master) is interrupted as a
+ * process's thread is.  One thread at a time (each on a node of its own):
+ *   - a handler without SA_RESTART (pthread_kill): its read returns EINTR,
+ *     and the byte written after is read next, none lost;
+ *   - a handler with SA_RESTART: its read goes on and returns the byte
+ *     written after;
+ *   - pthread_cancel: the thread ends, its cleanup handler run, and its
+ *     join (bounded) gives PTHREAD_CANCELED.
+ * Before, on libcables, none of the three reads ended until data came, and
+ * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
+ * (check.h). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static int fds[2];
+static __thread volatile sig_atomic_t handled;
+static struct gate g = GATE_INITIALIZER;
+static int cleaned;
+
+static void on_sig(int sig) { (void)sig; handled++; }
+
+static void *no_restart(void *arg)
+{
+    (void)arg;
+    char c = 0;
+    gate_set(&g, 1);
+    errno = 0;
+    CHECK_EQ("eintr_read", read(fds[0], &c, 1), -1);
+    CHECK_ERR("eintr_errno", errno, EINTR);
+    CHECK_EQ("eintr_handled", handled, 1);
+    gate_set(&g, 2);
+    CHECK_EQ("after_read", read(fds[0], &c, 1), 1);
+    CHECK_EQ("after_byte", c, 'a');
+    return NULL;
+}
+
+static void *restart(void *arg)
+{
+    (void)arg;
+    char c = 0;
+    gate_set(&g, 3);
+    CHECK_EQ("restart_read", read(fds[0], &c, 1), 1);
+    CHECK_EQ("restart_byte", c, 'b');
+    CHECK_EQ("restart_handled", handled, 1);
+    return NULL;
+}
+
+static void cleanup(void *arg) { *(int *)arg = 1; }
+
+static void *cancelled(void *arg)
+{
+    (void)arg;
+    char c;
+    pthread_cleanup_push(cleanup, &cleaned);
+    gate_set(&g, 4);
+    if (read(fds[0], &c, 1) == 1)
+        CHECK("cancel_read_ended", 0);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+static int joined(pthread_t t, void **ret)
+{
+    struct timespec ts = check_deadline(CLOCK_REALTIME, WAIT_MS);
+    return pthread_timedjoin_np(t, ret, &ts);
+}
+
+int main(void)
+{
+    check_start();
+    CHECK_EQ("pipe", pipe(fds), 0);
+    struct sigaction sa = { .sa_handler = on_sig };
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ("sigaction_usr1", sigaction(SIGUSR1, &sa, NULL), 0);
+    sa.sa_flags = SA_RESTART;
+    CHECK_EQ("sigaction_usr2", sigaction(SIGUSR2, &sa, NULL), 0);
+    pthread_t t;
+    void *ret = NULL;
+
+    CHECK_EQ("create_eintr", pthread_create(&t, NULL, no_restart, NULL), 0);
+    CHECK("eintr_started", gate_wait(&g, 1));
+    usleep(200000); /* in its read */
+    CHECK_EQ("kill_usr1", pthread_kill(t, SIGUSR1), 0);
+    CHECK("eintr_interrupted", gate_wait(&g, 2));
+    CHECK_EQ("write_a", write(fds[1], "a", 1), 1);
+    CHECK_EQ("join_eintr", joined(t, NULL), 0);
+
+    CHECK_EQ("create_restart", pthread_create(&t, NULL, restart, NULL), 0);
+    CHECK("restart_started", gate_wait(&g, 3));
+    usleep(200000);
+    CHECK_EQ("kill_usr2", pthread_kill(t, SIGUSR2), 0);
+    usleep(200000); /* its handler ran, its read goes on */
+    CHECK_EQ("write_b", write(fds[1], "b", 1), 1);
+    CHECK_EQ("join_restart", joined(t, NULL), 0);
+
+    CHECK_EQ("create_cancel", pthread_create(&t, NULL, cancelled, NULL), 0);
+    CHECK("cancel_started", gate_wait(&g, 4));
+    usleep(200000);
+    CHECK_EQ("cancel", pthread_cancel(t), 0);
+    CHECK_EQ("join_cancelled", joined(t, &ret), 0);
+    CHECK_PTR("cancel_result", ret, PTHREAD_CANCELED);
+    CHECK_EQ("cancel_cleanup", cleaned, 1);
+    return check_finish();
+}
