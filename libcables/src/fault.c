@@ -669,11 +669,8 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
 int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     libc_signal_fns();
-    if (sig == cb_rsig && sig) { /* the runtime's (rsys.c): the program's changes nothing */
-        if (old)
-            memset(old, 0, sizeof *old);
-        return 0;
-    }
+    if (sig == cb_rsig && sig) /* the runtime's (rsys.c), past the program's SIGRTMAX */
+        return errno = EINVAL, -1;
     if (!atomic_load(&fault_ready)) /* before the runtime's start, or without it */
         return libc_sigaction(sig, act, old);
     struct sigaction copy; /* read before any signal is blocked: it may be on a shared page */

@@ -138,9 +138,12 @@ extern __thread int cb_syncing CB_TLS;
 /* Wait for w, a deadline (false) or a cancellation of this thread (false,
  * with cb_thr->cancel set); cancellable only in application threads. */
 bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
-/* Wait for w (1), until a handler without SA_RESTART ran on this thread
- * (0) or its cancellation is asked and enabled (-1; application threads) */
-int cb_waiter_wait_intr(cb_waiter_t *w);
+/* Wait for w (1), until a handler ran on this thread (0; with restart,
+ * one without SA_RESTART) or its cancellation is asked and enabled (-1;
+ * application threads) */
+int cb_waiter_wait_intr(cb_waiter_t *w, bool restart);
+/* a cancellation asked: wake w's waiter, whose wait may have just begun */
+void cb_waiter_poke(cb_waiter_t *w);
 
 /* ---- messages (comm.c) ---- */
 enum cb_msg_type {

@@ -26,11 +26,13 @@
  * the call ends, the signal is sent again every 250 ms (it may come just
  * before the proxy enters the call).  A call that ended first answers as
  * it ended (no data is lost); one that was interrupted answers EINTR, and
- * a cancelled caller then acts on its cancellation (the remote calls are
- * cancellation points, as their kernel calls).  Before, a thread blocked
+ * a cancelled caller then acts on its cancellation (those calls are
+ * cancellation points, as their kernel calls).  Only calls that wait are
+ * interrupted (interruptible()).  Before, a thread blocked
  * in a read of a master's pipe could be neither interrupted nor
  * cancelled: its join waited for ever. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,30 @@ long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
 int cb_rsig;
 
 /* ---- the caller's side ---- */
+
+/* The calls a handler or a cancellation interrupts: those that wait (on a
+ * pipe, a socket, a lock, a child), all cancellation points but flock's;
+ * the others (the runtime's, stdio's, a file's) are made whole. */
+static bool interruptible(const cb_rsys_t *r, bool *restart)
+{
+    *restart = true;
+    switch (r->op) {
+    case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6:
+    case SYS_epoll_wait: case SYS_epoll_pwait:
+        *restart = false; /* EINTR after any handler, as the kernel's */
+        return true;
+    case SYS_read: case SYS_readv: case SYS_write: case SYS_writev:
+    case SYS_pread64: case SYS_pwrite64: case SYS_preadv: case SYS_pwritev:
+    case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg:
+    case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
+    case SYS_accept: case SYS_accept4: case SYS_connect:
+    case SYS_wait4: case SYS_waitid: case SYS_flock:
+        return true;
+    case SYS_fcntl:
+        return r->arg[1] == F_SETLKW || r->arg[1] == F_OFD_SETLKW;
+    }
+    return false;
+}
 
 long cb_rsys(cb_rsys_t *r)
 {
@@ -69,7 +95,12 @@ long cb_rsys(cb_rsys_t *r)
     cb_msg_t m = { .type = M_RSYS, .a = RSYS_CALL };
     uint64_t t0 = cb_now_ns();
     cb_call_post(0, &m, req, inlen, w);
-    int how = cb_app_thread ? cb_waiter_wait_intr(w) : (cb_waiter_wait(w), 1);
+    bool restart, intr = cb_app_thread && cb_thr && interruptible(r, &restart);
+    int how = intr ? cb_waiter_wait_intr(w, restart) : (cb_waiter_wait(w), 1);
+    /* a cancellation: a call that ends soon is left to end (a cleanup
+     * handler's, once the cancellation is acted on) */
+    if (how < 0 && cb_waiter_wait_until(w, cb_now_ns() + 200000000ull))
+        how = 1;
     if (how != 1) {
         cb_msg_t i = { .type = M_RSYS, .a = RSYS_INTR, .b = (uintptr_t)w };
         cb_send(0, &i, NULL, 0, false);
@@ -104,7 +135,8 @@ long cb_rsys(cb_rsys_t *r)
     cb_waiter_free(w);
     /* cancelled (the cancellation's own signal may have ended the wait
      * first): acted on, which unwinds */
-    if (how != 1 && res == -1 && err == EINTR && atomic_load(&cb_thr->cancel) && !cb_thr->cancel_off) {
+    if (how != 1 && res == -1 && err == EINTR && atomic_load(&cb_thr->cancel) &&
+        !cb_thr->cancel_off && r->op != SYS_flock) {
         static void (*testcancel)(void);
         if (!testcancel)
             testcancel = (void (*)(void))cb_libc("pthread_testcancel");

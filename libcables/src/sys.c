@@ -49,7 +49,24 @@ void cb_waiter_free(cb_waiter_t *w)
     pool_used &= ~(1u << (w - pool));
 }
 
-/* done: 0 pending, 1 done, 2 pending and the waiter sleeps (wake it) */
+/* done: 0 pending, 1 done, 2 pending and the waiter sleeps (wake it), 3
+ * pending and the waiter woken by a cancellation (cb_waiter_poke): it
+ * sleeps again as 2.  Before each sleep: true if done */
+static bool rearm(cb_waiter_t *w)
+{
+    uint32_t v = atomic_load_explicit(&w->done, memory_order_acquire);
+    if (v == 3)
+        atomic_compare_exchange_strong(&w->done, &v, 2);
+    return atomic_load_explicit(&w->done, memory_order_acquire) == 1;
+}
+
+void cb_waiter_poke(cb_waiter_t *w)
+{
+    uint32_t two = 2;
+    if (atomic_compare_exchange_strong(&w->done, &two, 3))
+        cb_futex_wake(&w->done);
+}
+
 void cb_waiter_wait(cb_waiter_t *w)
 {
     for (int i = 0; i < 200; i++) {
@@ -60,7 +77,7 @@ void cb_waiter_wait(cb_waiter_t *w)
     uint32_t v = 0;
     if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
         return;
-    while (atomic_load_explicit(&w->done, memory_order_acquire) != 1)
+    while (!rearm(w))
         cb_futex_wait(&w->done, 2);
 }
 
@@ -84,7 +101,7 @@ static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)
     uint32_t v = 0;
     if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
         return true;
-    while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
+    while (!rearm(w)) {
         uint64_t now = cb_now_ns();
         if ((t && atomic_load(&t->cancel) && !t->cancel_off) || now >= deadline)
             return false;
@@ -99,7 +116,7 @@ static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)
     return true;
 }
 
-int cb_waiter_wait_intr(cb_waiter_t *w)
+int cb_waiter_wait_intr(cb_waiter_t *w, bool restart)
 {
     uint32_t v = 0;
     if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
@@ -107,15 +124,17 @@ int cb_waiter_wait_intr(cb_waiter_t *w)
     cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
     if (t)
         atomic_store(&t->waiting, w); /* where a cancellation wakes it */
+    /* untimed, the kernel restarts the wait after a handler with
+     * SA_RESTART; timed, it ends it after any handler */
+    struct timespec far = { 86400, 0 };
     int r = 1;
-    while (atomic_load_explicit(&w->done, memory_order_acquire) != 1) {
+    while (!rearm(w)) {
         if (t && atomic_load(&t->cancel) && !t->cancel_off) {
             r = -1;
             break;
         }
-        /* untimed: the kernel restarts it after a handler with SA_RESTART */
-        if (syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0) &&
-            errno == EINTR) {
+        if (syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, restart ? NULL : &far,
+                    NULL, 0) && errno == EINTR) {
             r = 0;
             break;
         }

@@ -439,7 +439,7 @@ void cb_on_cancel(const cb_msg_t *m)
         atomic_store(&t->thr->cancel, 1);
         cb_waiter_t *w = atomic_load(&t->thr->waiting);
         if (w)
-            cb_futex_wake(&w->done);
+            cb_waiter_poke(w);
     }
     reply_rc(m, rc);
 }

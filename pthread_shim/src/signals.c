@@ -131,14 +131,16 @@ EARLY_FN int sigaltstack(const stack_t *restrict ss, stack_t *restrict old)
     stack_t k, n = { .ss_flags = SS_DISABLE };
     if (syscall(SYS_sigaltstack, NULL, &k))
         return -1;
-    bool on = k.ss_flags & SS_ONSTACK;
+    /* on the program's stack, as the kernel would say: a handler runs on
+     * the runtime's, and the program has one (not disarmed as it runs) */
+    bool on = k.ss_flags & SS_ONSTACK && !(prog_alt.ss_flags & (SS_DISABLE | (int)SS_AUTODISARM));
     if (ss) {
+        if (on)
+            return errno = EPERM, -1;
         n = *ss;
         int mode = n.ss_flags & ~(int)SS_AUTODISARM;
         if (mode != 0 && mode != SS_ONSTACK && mode != SS_DISABLE)
             return errno = EINVAL, -1;
-        if (on)
-            return errno = EPERM, -1;
         if (mode == SS_DISABLE)
             n = (stack_t){ .ss_flags = SS_DISABLE };
         else if (n.ss_size < (size_t)MINSIGSTKSZ)
@@ -148,7 +150,7 @@ EARLY_FN int sigaltstack(const stack_t *restrict ss, stack_t *restrict old)
     }
     if (old) {
         stack_t o = prog_alt;
-        if (!(o.ss_flags & SS_DISABLE) && on)
+        if (on)
             o.ss_flags |= SS_ONSTACK;
         *old = o;
     }

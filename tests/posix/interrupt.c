@@ -5,12 +5,15 @@
  *     and the byte written after is read next, none lost;
  *   - a handler with SA_RESTART: its read goes on and returns the byte
  *     written after;
+ *   - a handler with SA_RESTART on a thread in poll: EINTR all the same,
+ *     as the kernel ends a poll after any handler;
  *   - pthread_cancel: the thread ends, its cleanup handler run, and its
  *     join (bounded) gives PTHREAD_CANCELED.
  * Before, on libcables, none of the three reads ended until data came, and
  * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
  * (check.h). */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +55,18 @@ static void *restart(void *arg)
     return NULL;
 }
 
+static void *polling(void *arg)
+{
+    (void)arg;
+    struct pollfd p = { .fd = fds[0], .events = POLLIN };
+    gate_set(&g, 4);
+    errno = 0;
+    CHECK_EQ("poll_eintr", poll(&p, 1, -1), -1);
+    CHECK_ERR("poll_errno", errno, EINTR);
+    CHECK_EQ("poll_handled", handled, 1);
+    return NULL;
+}
+
 static void cleanup(void *arg) { *(int *)arg = 1; }
 
 static void *cancelled(void *arg)
@@ -59,7 +74,7 @@ static void *cancelled(void *arg)
     (void)arg;
     char c;
     pthread_cleanup_push(cleanup, &cleaned);
-    gate_set(&g, 4);
+    gate_set(&g, 5);
     if (read(fds[0], &c, 1) == 1)
         CHECK("cancel_read_ended", 0);
     pthread_cleanup_pop(0);
@@ -100,8 +115,14 @@ int main(void)
     CHECK_EQ("write_b", write(fds[1], "b", 1), 1);
     CHECK_EQ("join_restart", joined(t, NULL), 0);
 
+    CHECK_EQ("create_poll", pthread_create(&t, NULL, polling, NULL), 0);
+    CHECK("poll_started", gate_wait(&g, 4));
+    usleep(200000);
+    CHECK_EQ("kill_poll", pthread_kill(t, SIGUSR2), 0);
+    CHECK_EQ("join_poll", joined(t, NULL), 0);
+
     CHECK_EQ("create_cancel", pthread_create(&t, NULL, cancelled, NULL), 0);
-    CHECK("cancel_started", gate_wait(&g, 4));
+    CHECK("cancel_started", gate_wait(&g, 5));
     usleep(200000);
     CHECK_EQ("cancel", pthread_cancel(t), 0);
     CHECK_EQ("join_cancelled", joined(t, &ret), 0);
