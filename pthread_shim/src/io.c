@@ -15,7 +15,9 @@
  * Covered: read, write, pread, pwrite, readv, writev, preadv, pwritev
  * (and their 64 names), recv, send, recvfrom, sendto, recvmsg, sendmsg,
  * recvmmsg, sendmmsg, the
- * _FORTIFY_SOURCE entry points of the reads (__read_chk and the like), and
+ * _FORTIFY_SOURCE entry points of the reads (__read_chk and the like; at
+ * the end: __poll_chk, __ppoll_chk, __readlink_chk, __readlinkat_chk,
+ * __getcwd_chk, __getgroups_chk), and
  * the path argument of open, openat, creat, fopen and the calls on paths
  * (below; on another node than the master they are made there).
  * stdio calls read(2) and write(2) inside libc, past any interposer, on the
@@ -1898,4 +1900,61 @@ int __isoc99_scanf(const char *restrict fmt, ...)
     int r = __isoc99_vfscanf(stdin, fmt, ap);
     va_end(ap);
     return r;
+}
+
+/* ---- the _FORTIFY_SOURCE entry points of the calls above (a program
+ * built with -D_FORTIFY_SOURCE=2 calls them, past the shim's call):
+ * libc's when the buffer is too small (its __chk_fail), else the shim's.
+ * Before, a fortified poll of another node's thread polled that node's
+ * descriptors of the master's numbers, and the others stored into shared
+ * pages the kernel cannot write (EFAULT). ---- */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+                size_t fdslen);
+ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t buflen);
+ssize_t __readlinkat_chk(int dir, const char *path, char *buf, size_t n, size_t buflen);
+char *__getcwd_chk(char *buf, size_t n, size_t buflen);
+int __getgroups_chk(int size, gid_t list[], size_t listlen);
+
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        return LIBC(__poll_chk)(fds, n, timeout, fdslen);
+    return poll(fds, n, timeout);
+}
+
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+                size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        return LIBC(__ppoll_chk)(fds, n, ts, mask, fdslen);
+    return ppoll(fds, n, ts, mask);
+}
+
+ssize_t __readlink_chk(const char *path, char *buf, size_t n, size_t buflen)
+{
+    if (n > buflen)
+        return LIBC(__readlink_chk)(path, buf, n, buflen);
+    return readlink(path, buf, n);
+}
+
+ssize_t __readlinkat_chk(int dir, const char *path, char *buf, size_t n, size_t buflen)
+{
+    if (n > buflen)
+        return LIBC(__readlinkat_chk)(dir, path, buf, n, buflen);
+    return readlinkat(dir, path, buf, n);
+}
+
+char *__getcwd_chk(char *buf, size_t n, size_t buflen)
+{
+    if (n > buflen)
+        return LIBC(__getcwd_chk)(buf, n, buflen);
+    return getcwd(buf, n);
+}
+
+int __getgroups_chk(int size, gid_t list[], size_t listlen)
+{
+    if (size > 0 && (size_t)size * sizeof(gid_t) > listlen)
+        return LIBC(__getgroups_chk)(size, list, listlen);
+    return getgroups(size, list);
 }
