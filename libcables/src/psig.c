@@ -34,8 +34,8 @@
  * its thread's mask); only the communication thread reads the signalfd,
  * sends and keeps.  Not followed: a mask the kernel puts back as a handler
  * returns (a handler that changed its thread's mask leaves the count at
- * its change), and the masks of calls past the shim (__ppoll_chk of
- * fortified builds, epoll_pwait2, sigpause, setcontext).  A run of one node (none attached later) forwards
+ * its change), and the masks of calls past the shim (epoll_pwait2,
+ * sigpause, setcontext).  A run of one node (none attached later) forwards
  * nothing. */
 #include <errno.h>
 #include <signal.h>
