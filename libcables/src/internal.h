@@ -515,7 +515,8 @@ enum { RSYS_IN = 1, RSYS_OUT = 2, RSYS_UPTO_RES = 4, RSYS_STRING = 8 };
 typedef struct {
     int64_t op;
     int64_t arg[6];
-    uint32_t nbuf, pad_;
+    uint32_t nbuf;
+    uint32_t waits; /* an operation of the shim's that may wait (a read of a stream): interruptible */
     struct { uint32_t arg, flags; uint64_t len; } buf[CB_RSYS_BUFS];
 } cb_rsys_t;
 /* make the call at the master: its result, or -1 with errno set.  An

@@ -51,11 +51,15 @@ int cb_rsig;
 /* ---- the caller's side ---- */
 
 /* The calls a handler or a cancellation interrupts: those that wait (on a
- * pipe, a socket, a lock, a child), all cancellation points but flock's;
- * the others (the runtime's, stdio's, a file's) are made whole. */
+ * pipe, a socket, a lock, a child), all cancellation points but flock's,
+ * and the shim's reads of a stream (fgets, fgetc, getdelim, fread: libc's
+ * read inside ends with EINTR, and the stream says so); the others (the
+ * runtime's, the rest of stdio's, a file's) are made whole. */
 static bool interruptible(const cb_rsys_t *r, bool *restart)
 {
     *restart = true;
+    if (r->op >= CB_RSYS_LIB)
+        return r->waits;
     switch (r->op) {
     case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6:
     case SYS_epoll_wait: case SYS_epoll_pwait:

@@ -91,6 +91,7 @@ static ssize_t transfer(long nr, int64_t h, void *buf, size_t n, int64_t a3, boo
     do {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
         cb_rsys_t r = rq(nr, h, P((char *)buf + done), (int64_t)k, at ? a3 + (int64_t)done : a3, 0, 0);
+        r.waits = nr == RS_FREAD;
         with(&r, 1, out ? RSYS_OUT | RSYS_UPTO_RES : RSYS_IN, k);
         long x = cb_rsys(&r);
         if (x < 0)
@@ -883,6 +884,7 @@ int shim_rs_realpath(const char *path, char *out)
 static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
 {
     cb_rsys_t r = rq(op, handle(f), a1, a2, 0, 0, 0);
+    r.waits = op == RS_FGETC; /* a read of the stream may wait: interruptible */
     return cb_rsys(&r);
 }
 
@@ -989,6 +991,7 @@ char *shim_rs_fgets(char *s, int n, FILE *f)
     if (n <= 0)
         return errno = EINVAL, NULL;
     cb_rsys_t r = rq(RS_FGETS, handle(f), P(s), n, 0, 0, 0);
+    r.waits = 1;
     with(&r, 1, RSYS_OUT | RSYS_STRING, (size_t)n);
     return cb_rsys(&r) > 0 ? s : NULL;
 }
@@ -1012,6 +1015,7 @@ ssize_t shim_rs_getdelim(char **line, size_t *cap, int delim, FILE *f)
     for (;;) {
         char piece[4096];
         cb_rsys_t r = rq(RS_GETDELIM, handle(f), P(piece), (int64_t)sizeof piece, delim, 0, 0);
+        r.waits = 1;
         with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, sizeof piece);
         long x = cb_rsys(&r);
         if (x <= 0) {

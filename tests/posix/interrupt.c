@@ -8,7 +8,8 @@
  *   - a handler with SA_RESTART on a thread in poll: EINTR all the same,
  *     as the kernel ends a poll after any handler;
  *   - pthread_cancel: the thread ends, its cleanup handler run, and its
- *     join (bounded) gives PTHREAD_CANCELED.
+ *     join (bounded) gives PTHREAD_CANCELED; so does a thread blocked in
+ *     fgets of a stream main opened on a second pipe.
  * Before, on libcables, none of the three reads ended until data came, and
  * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
  * (check.h). */
@@ -22,10 +23,11 @@
 
 #include "check.h"
 
-static int fds[2];
+static int fds[2], sfds[2];
+static FILE *stream;
 static __thread volatile sig_atomic_t handled;
 static struct gate g = GATE_INITIALIZER;
-static int cleaned;
+static int cleaned, stream_cleaned;
 
 static void on_sig(int sig) { (void)sig; handled++; }
 
@@ -81,6 +83,18 @@ static void *cancelled(void *arg)
     return NULL;
 }
 
+static void *cancelled_fgets(void *arg)
+{
+    (void)arg;
+    char line[64];
+    pthread_cleanup_push(cleanup, &stream_cleaned);
+    gate_set(&g, 6);
+    if (fgets(line, sizeof line, stream))
+        CHECK("cancel_fgets_ended", 0);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
 static int joined(pthread_t t, void **ret)
 {
     struct timespec ts = check_deadline(CLOCK_REALTIME, WAIT_MS);
@@ -128,5 +142,16 @@ int main(void)
     CHECK_EQ("join_cancelled", joined(t, &ret), 0);
     CHECK_PTR("cancel_result", ret, PTHREAD_CANCELED);
     CHECK_EQ("cancel_cleanup", cleaned, 1);
+
+    CHECK_EQ("pipe_stream", pipe(sfds), 0);
+    CHECK("fdopen", (stream = fdopen(sfds[0], "r")) != NULL);
+    ret = NULL;
+    CHECK_EQ("create_fgets", pthread_create(&t, NULL, cancelled_fgets, NULL), 0);
+    CHECK("fgets_started", gate_wait(&g, 6));
+    usleep(200000);
+    CHECK_EQ("cancel_fgets", pthread_cancel(t), 0);
+    CHECK_EQ("join_fgets", joined(t, &ret), 0);
+    CHECK_PTR("fgets_result", ret, PTHREAD_CANCELED);
+    CHECK_EQ("fgets_cleanup", stream_cleaned, 1);
     return check_finish();
 }
