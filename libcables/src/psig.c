@@ -12,14 +12,16 @@
  * force; a signalfd the program made takes its signals for good.  The
  * communication thread reads, from a signalfd of its own, only the signals
  * no thread here takes, so the kernel alone delivers the others, as it did
- * before.  A signal read is offered to the other nodes up, one after the
- * other (M_SIGNAL S_OFFER, naming the nodes tried); the first with a
- * thread taking it sends it to its own process again (rt_sigqueueinfo),
- * whose kernel gives it to a thread that takes it.  If none
- * takes it, the master keeps it pending (S_PARK: a standard signal once,
- * a real-time one queued), and every node learns which signals it keeps
- * (S_PARKED): a node whose thread then takes one asks for it (S_WANT), and
- * it is offered there first.  sigpending reports the kept ones too.
+ * before.  A signal read goes to the master (M_SIGNAL S_PARK), which
+ * sends it to its own process again (rt_sigqueueinfo) if a thread there
+ * takes it and none of its number waits before it, else keeps it pending
+ * (a standard signal once, a real-time one queued in order), and every
+ * node learns which signals it keeps (S_PARKED): a node whose thread takes
+ * one asks for it (S_WANT) and gets every one kept of its number, in order
+ * (S_OFFER), which it sends to its own process again, whose kernel gives
+ * each to a thread that takes it (one taken no more goes back to the
+ * master).  So real-time signals of one number keep their order.
+ * sigpending reports the kept ones too.
  *
  * Forwarded: the signals a program directs at its process (hang-up,
  * interrupt, quit, terminate, alarm, the user and real-time signals, I/O,
@@ -224,19 +226,10 @@ static bool deliver_here(const siginfo_t *si)
 
 static void park(const siginfo_t *si);
 
-/* here, else the next node up not tried, else kept at the master */
-static void offer(const siginfo_t *si, uint64_t tried)
+/* no thread here takes it: to the master, in the order read (one
+ * node's messages to another arrive in order) */
+static void to_master(const siginfo_t *si)
 {
-    if (deliver_here(si))
-        return;
-    tried |= 1ull << cb.self;
-    int n = atomic_load(&cb.nnodes);
-    for (int k = 0; k < n; k++)
-        if (!(tried >> k & 1) && cb_node_open(k)) {
-            cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = tried };
-            cb_send(k, &m, si, sizeof *si, false);
-            return;
-        }
     if (cb.self == 0) {
         park(si);
     } else {
@@ -275,12 +268,18 @@ static void kept_changed(void)
     want_check();
 }
 
+/* master: a thread here takes it, unless earlier ones of its number are
+ * kept (they go first); else kept, and the nodes told */
 static void park(const siginfo_t *si)
 {
     int s = si->si_signo;
-    for (kept_t *k = kept_head; k && s < SIGRTMIN; k = k->next)
-        if (k->si.si_signo == s)
-            return; /* a standard signal pending already: one */
+    bool earlier = false;
+    for (kept_t *k = kept_head; k && !earlier; k = k->next)
+        earlier = k->si.si_signo == s;
+    if (earlier && s < SIGRTMIN)
+        return; /* a standard signal pending already: one */
+    if (!earlier && deliver_here(si))
+        return;
     if (kept_n >= KEPT_MAX) {
         static bool said;
         if (!said)
@@ -323,9 +322,9 @@ static void on_want(int src, int s)
         kept_t *k = mine;
         mine = k->next;
         if (src == 0) {
-            offer(&k->si, 0);
+            park(&k->si);
         } else {
-            cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER, .b = 0 };
+            cb_msg_t m = { .type = M_SIGNAL, .a = S_OFFER };
             cb_send(src, &m, &k->si, sizeof k->si, false);
         }
         free(k);
@@ -361,7 +360,7 @@ static void read_signals(void)
                 continue; /* the process ends */
             siginfo_t si;
             from_fd(&in[i], &si);
-            offer(&si, 0);
+            to_master(&si);
         }
 }
 
@@ -385,7 +384,10 @@ void cb_on_signal(const cb_msg_t *m, const void *p, size_t len)
     if (info)
         memcpy(&si, p, sizeof si); /* aligned */
     switch (m->a) {
-    case S_OFFER: offer(&si, m->b); break;
+    case S_OFFER: /* asked for (S_WANT): kept again if taken no more */
+        if (!deliver_here(&si))
+            to_master(&si);
+        break;
     case S_PARK: park(&si); break;
     case S_WANT: on_want(m->src, (int)m->b); break;
     case S_PARKED:
