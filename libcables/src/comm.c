@@ -385,6 +385,7 @@ static void *comm_main(void *arg)
         if (now >= next_check) {
             cb_check_peers();
             cb_rsys_tick();
+            sig = true; /* a busy loop may not reach epoll_wait, which says so */
             next_check = now + 250000000ull;
         }
         cb_gc_tick();

@@ -20,7 +20,10 @@
  * one asks for it (S_WANT) and gets every one kept of its number, in order
  * (S_OFFER), which it sends to its own process again, whose kernel gives
  * each to a thread that takes it (one taken no more goes back to the
- * master).  So real-time signals of one number keep their order.
+ * master).  Real-time signals of one number keep their order, but for a
+ * race: with some pending on a node, a thread there that stops taking them
+ * and takes them again may get a later one while the communication thread
+ * sends an earlier one to the master.
  * sigpending reports the kept ones too.
  *
  * Forwarded: the signals a program directs at its process (hang-up,

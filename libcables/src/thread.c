@@ -66,8 +66,8 @@ static void *trampoline(void *a)
     sigset_t mask; /* its creator's, as pthread_create gives */
     sigemptyset(&mask);
     memcpy(&mask, &st.mask, sizeof st.mask);
-    cb_psig_thread_start();
     cb_sigmask(SIG_SETMASK, &mask, NULL);
+    cb_psig_thread_start(); /* (with that mask, not the comm thread's) */
     void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
     cb_psig_thread_end();
     cb_release();
