@@ -326,8 +326,8 @@ void cb_rsys_tick(void)
 
 void cb_rsys_init(void)
 {
-    int (*alloc)(int) = (int (*)(int))cb_libc("__libc_allocate_rtsig");
-    int s = alloc ? alloc(1) : -1; /* (the program's SIGRTMAX is one less) */
+    /* (the program's SIGRTMAX is one less) */
+    int s = ((int (*)(int))cb_libc("__libc_allocate_rtsig"))(1);
     if (s <= 0)
         cb_die("node %d: no real-time signal left for the runtime", cb.self);
     struct sigaction sa;

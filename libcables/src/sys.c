@@ -94,54 +94,50 @@ void cb_waiter_wait_pending(cb_waiter_t *w)
         cb_futex_wait(&w->pending, v);
 }
 
-/* Sleep until w is done (true), the deadline passes (false; UINT64_MAX:
- * none) or, with t, t's cancellation is asked and enabled (false). */
-static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)
+/* Sleep until w is done (1), the deadline passes (0; UINT64_MAX: none),
+ * with t, t's cancellation is asked and enabled (-1), or, with intr, a
+ * handler ran on this thread (-2): the kernel restarts an untimed sleep
+ * after a handler with SA_RESTART, and ends a timed one after any. */
+static int wait_core(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t, bool intr)
 {
     uint32_t v = 0;
     if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
-        return true;
+        return 1;
     while (!rearm(w)) {
         uint64_t now = cb_now_ns();
-        if ((t && atomic_load(&t->cancel) && !t->cancel_off) || now >= deadline)
-            return false;
+        if (t && atomic_load(&t->cancel) && !t->cancel_off)
+            return -1;
+        if (now >= deadline)
+            return 0;
         struct timespec ts, *tp = NULL;
         if (deadline != UINT64_MAX) {
             ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
             ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
             tp = &ts;
         }
-        syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, tp, NULL, 0);
+        if (syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, tp, NULL, 0) &&
+            errno == EINTR && intr)
+            return -2;
     }
-    return true;
+    return 1;
+}
+
+static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)
+{
+    return wait_core(w, deadline, t, false) == 1;
 }
 
 int cb_waiter_wait_intr(cb_waiter_t *w, bool restart)
 {
-    uint32_t v = 0;
-    if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
-        return 1;
     cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
     if (t)
         atomic_store(&t->waiting, w); /* where a cancellation wakes it */
-    /* untimed, the kernel restarts the wait after a handler with
-     * SA_RESTART; timed, it ends it after any handler */
-    struct timespec far = { 86400, 0 };
-    int r = 1;
-    while (!rearm(w)) {
-        if (t && atomic_load(&t->cancel) && !t->cancel_off) {
-            r = -1;
-            break;
-        }
-        if (syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, restart ? NULL : &far,
-                    NULL, 0) && errno == EINTR) {
-            r = 0;
-            break;
-        }
-    }
+    int r; /* without restart: timed, a day at a time */
+    while ((r = wait_core(w, restart ? UINT64_MAX : cb_now_ns() + 86400000000000ull, t, true)) == 0)
+        ;
     if (t)
         atomic_store(&t->waiting, NULL);
-    return r;
+    return r == -2 ? 0 : r;
 }
 
 bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)
