@@ -52,9 +52,10 @@ int cb_rsig;
 
 /* The calls a handler or a cancellation interrupts: those that wait (on a
  * pipe, a socket, a lock, a child), all cancellation points but flock's,
- * and the shim's reads of a stream (fgets, fgetc, getdelim, fread: libc's
- * read inside ends with EINTR, and the stream says so); the others (the
- * runtime's, the rest of stdio's, a file's) are made whole. */
+ * and the shim's reads and writes of a stream (fgets, fgetc, getdelim,
+ * fread, fwrite, fputc, fflush: libc's read or write inside ends with
+ * EINTR, and the stream says so); the others (the runtime's, the rest of
+ * stdio's, a file's) are made whole. */
 static bool interruptible(const cb_rsys_t *r, bool *restart)
 {
     *restart = true;

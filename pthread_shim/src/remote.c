@@ -91,7 +91,7 @@ static ssize_t transfer(long nr, int64_t h, void *buf, size_t n, int64_t a3, boo
     do {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
         cb_rsys_t r = rq(nr, h, P((char *)buf + done), (int64_t)k, at ? a3 + (int64_t)done : a3, 0, 0);
-        r.waits = nr == RS_FREAD;
+        r.waits = nr == RS_FREAD || nr == RS_FWRITE; /* a stream's read or write may wait */
         with(&r, 1, out ? RSYS_OUT | RSYS_UPTO_RES : RSYS_IN, k);
         long x = cb_rsys(&r);
         if (x < 0)
@@ -884,7 +884,8 @@ int shim_rs_realpath(const char *path, char *out)
 static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
 {
     cb_rsys_t r = rq(op, handle(f), a1, a2, 0, 0, 0);
-    r.waits = op == RS_FGETC; /* a read of the stream may wait: interruptible */
+    /* a read or a write of the stream may wait (a pipe's): interruptible */
+    r.waits = op == RS_FGETC || op == RS_FPUTC || op == RS_FFLUSH;
     return cb_rsys(&r);
 }
 

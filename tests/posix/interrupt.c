@@ -9,11 +9,15 @@
  *     as the kernel ends a poll after any handler;
  *   - pthread_cancel: the thread ends, its cleanup handler run, and its
  *     join (bounded) gives PTHREAD_CANCELED; so does a thread blocked in
- *     fgets of a stream main opened on a second pipe.
+ *     fgets of a stream main opened on a second pipe;
+ *   - on a stream main opened on a third pipe, kept full: a handler
+ *     without SA_RESTART makes the thread's fflush fail with EINTR (the
+ *     stream's error set), and pthread_cancel ends a thread in fflush.
  * Before, on libcables, none of the three reads ended until data came, and
  * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
  * (check.h). */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -95,6 +99,35 @@ static void *cancelled_fgets(void *arg)
     return NULL;
 }
 
+static FILE *wstream;
+static int wstream_cleaned;
+
+static void *interrupted_fflush(void *arg)
+{
+    (void)arg;
+    CHECK_EQ("fputs", fputs("x", wstream), 1);
+    gate_set(&g, 7);
+    errno = 0;
+    CHECK_EQ("fflush_eintr", fflush(wstream), EOF);
+    CHECK_ERR("fflush_errno", errno, EINTR);
+    CHECK("fflush_ferror", ferror(wstream));
+    CHECK_EQ("fflush_handled", handled, 1);
+    return NULL;
+}
+
+static void *cancelled_fflush(void *arg)
+{
+    (void)arg;
+    pthread_cleanup_push(cleanup, &wstream_cleaned);
+    clearerr(wstream);
+    CHECK_EQ("fputs_cancel", fputs("y", wstream), 1);
+    gate_set(&g, 8);
+    if (fflush(wstream) == 0)
+        CHECK("cancel_fflush_ended", 0);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
 static int joined(pthread_t t, void **ret)
 {
     struct timespec ts = check_deadline(CLOCK_REALTIME, WAIT_MS);
@@ -153,5 +186,39 @@ int main(void)
     CHECK_EQ("join_fgets", joined(t, &ret), 0);
     CHECK_PTR("fgets_result", ret, PTHREAD_CANCELED);
     CHECK_EQ("fgets_cleanup", stream_cleaned, 1);
+
+    /* a pipe kept full: its stream's flush waits */
+    int wfds[2];
+    CHECK_EQ("pipe_full", pipe(wfds), 0);
+    CHECK_EQ("nonblock", fcntl(wfds[1], F_SETFL, O_NONBLOCK), 0);
+    char block[4096] = { 0 };
+    while (write(wfds[1], block, sizeof block) > 0)
+        ;
+    while (write(wfds[1], block, 1) > 0)
+        ;
+    CHECK_ERR("full", errno, EAGAIN);
+    CHECK_EQ("blocking", fcntl(wfds[1], F_SETFL, 0), 0);
+    CHECK("fdopen_w", (wstream = fdopen(wfds[1], "w")) != NULL);
+    CHECK_EQ("create_fflush", pthread_create(&t, NULL, interrupted_fflush, NULL), 0);
+    CHECK("fflush_started", gate_wait(&g, 7));
+    usleep(200000); /* in its flush */
+    CHECK_EQ("kill_fflush", pthread_kill(t, SIGUSR1), 0);
+    CHECK_EQ("join_fflush", joined(t, NULL), 0);
+    ret = NULL;
+    CHECK_EQ("create_cancel_fflush", pthread_create(&t, NULL, cancelled_fflush, NULL), 0);
+    CHECK("cancel_fflush_started", gate_wait(&g, 8));
+    usleep(200000);
+    CHECK_EQ("cancel_fflush", pthread_cancel(t), 0);
+    CHECK_EQ("join_cancel_fflush", joined(t, &ret), 0);
+    CHECK_PTR("cancel_fflush_result", ret, PTHREAD_CANCELED);
+    CHECK_EQ("cancel_fflush_cleanup", wstream_cleaned, 1);
+    /* the stream's close does not wait: what it may still hold (a
+     * cancelled write's bytes stay in a process's buffer, an interrupted
+     * one's are dropped) fails with EPIPE */
+    signal(SIGPIPE, SIG_IGN);
+    CHECK_EQ("close_full", close(wfds[0]), 0);
+    errno = 0;
+    int rc = fclose(wstream);
+    CHECK("fclose_w", rc == 0 || (rc == EOF && errno == EPIPE));
     return check_finish();
 }
