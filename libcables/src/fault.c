@@ -6,8 +6,10 @@
  * page through its state word, hands remote work to the communication
  * thread and sleeps until that is done.  Other threads faulting on the
  * same page sleep on the same word: one fetch serves them all. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -746,9 +748,39 @@ void cb_fault_after_fork(void)
     in_app_segv = false;
 }
 
+/* The dispositions the program starts with, as it would alone: those of
+ * the launcher's start (CABLES_SIGIGN, the signals cables-run found
+ * ignored; mpirun ignores SIGQUIT, and its children inherit that), and
+ * SIGHUP's default where UCX took it for its debug mode (UCX_DEBUG_SIGNO;
+ * start.c sets it to 0 for a node process it starts again).  Before, a
+ * relinked program ignored SIGQUIT, and SIGHUP only made UCX verbose. */
+static void start_dispositions(void)
+{
+    const char *ign = getenv("CABLES_SIGIGN");
+    char *end = NULL;
+    unsigned long long mask = ign ? strtoull(ign, &end, 16) : 0;
+    bool known = ign && *ign && end && !*end;
+    struct sigaction h, dfl = { .sa_handler = SIG_DFL };
+    for (int s = 1; s < 32 && known; s++) {
+        if (s == SIGKILL || s == SIGSTOP || s == SIGSEGV || libc_sigaction(s, NULL, &h))
+            continue;
+        bool want_ign = mask & (1ull << (s - 1));
+        if (want_ign && h.sa_handler == SIG_DFL)
+            libc_sigaction(s, &(struct sigaction){ .sa_handler = SIG_IGN }, NULL);
+        else if (!want_ign && h.sa_handler == SIG_IGN)
+            libc_sigaction(s, &dfl, NULL);
+    }
+    Dl_info in;
+    if (!getenv("UCX_DEBUG_SIGNO") && libc_sigaction(SIGHUP, NULL, &h) == 0 &&
+        cb_sig_is_handler(&h) && dladdr((void *)(uintptr_t)h.sa_handler, &in) && in.dli_fname &&
+        strstr(in.dli_fname, "libucs"))
+        libc_sigaction(SIGHUP, &dfl, NULL);
+}
+
 void cb_fault_init(void)
 {
     libc_signal_fns();
+    start_dispositions();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_segv;

@@ -46,7 +46,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -439,4 +442,40 @@ void cb_psig_serving(void)
 {
     if (active)
         syscall(SYS_rt_sigprocmask, SIG_BLOCK, &fwd, NULL, sizeof fwd);
+}
+
+/* The launcher (tools/cables-run) gives the signals a terminal or a user
+ * sends it (interrupt, quit, terminate, hang-up) to the master's process,
+ * from which they reach the thread that takes them as above; mpirun, which
+ * would have ended every node process with SIGTERM, has them blocked.  The
+ * master says where it is in the file CABLES_RUN_INFO names: its process
+ * id, the machine's boot id and its pid namespace, so the launcher signals
+ * it only where that id is the master's.  O_EXCL: a relinked program
+ * the program starts (which inherits the variable) does not take its
+ * place. */
+void cb_psig_announce(void)
+{
+    const char *path = getenv("CABLES_RUN_INFO");
+    if (cb.self != 0 || !path || !*path || !getenv("OMPI_COMM_WORLD_SIZE"))
+        return;
+    char boot[64] = "", line[160];
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, boot, sizeof boot - 1);
+        boot[n > 0 ? n : 0] = 0;
+        boot[strcspn(boot, "\n")] = 0;
+        close(fd);
+    }
+    struct stat st;
+    if (!boot[0] || stat("/proc/self/ns/pid", &st))
+        return;
+    int len = snprintf(line, sizeof line, "%d %s %llu\n", (int)getpid(), boot,
+                       (unsigned long long)st.st_ino);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return; /* no such directory: the launcher runs on another machine */
+    if (write(fd, line, (size_t)len) != len)
+        fprintf(stderr, "cables: node 0: cannot write %s: %s (signals sent to cables-run end the run)\n", path,
+                strerror(errno));
+    close(fd);
 }

@@ -140,7 +140,8 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     if (!real)
         cb_die("cannot find libc's __libc_start_main");
     /* A node of a multi-node run starts again, once, with address space
-     * randomization off and without UCX's memory events.  The program's
+     * randomization off, without UCX's memory events and without UCX's
+     * SIGHUP handler (UCX_DEBUG_SIGNO, unless set).  The program's
      * mmap family is the shim's (pthread_shim/src/mmap.c): UCX, as it is
      * loaded, would patch those functions' code into jumps to its hooks,
      * which call libc's.  The runtime needs no memory events (its pages are
@@ -154,9 +155,10 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
         const char *ev = getenv("UCX_MEM_EVENTS");
         bool aslr = pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
                     personality((unsigned long)pers | ADDR_NO_RANDOMIZE) != -1;
-        if (aslr || !ev || strcmp(ev, "no")) {
+        if (aslr || !ev || strcmp(ev, "no") || !getenv("UCX_DEBUG_SIGNO")) {
             setenv("CABLES_ASLR_OK", "1", 1);
             setenv("UCX_MEM_EVENTS", "no", 1);
+            setenv("UCX_DEBUG_SIGNO", "0", 0); /* SIGHUP is the program's (fault.c) */
             execv("/proc/self/exe", argv);
         }
     }
@@ -174,5 +176,6 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
         cb_node_serve(); /* does not return; the program's destructors never run here */
     cb_thread_main_start();
     cb_psig_thread_start();
+    cb_psig_announce();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -3,6 +3,7 @@
 // the native result on 1, 2 and 4 nodes over shm and tcp; the POSIX
 // conformance programs pass with their threads split over 2 nodes.
 #include <cstdlib>
+#include <signal.h>
 #include <iostream>
 #include <unistd.h>
 
@@ -448,6 +449,78 @@ TEST(ProcessSignalsAttached, ReachTheThreadThatTakesThem)
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(r["ok"], "1") << res.describe();
 }
+
+// What a terminal or a user sends cables-run reaches the program once, as
+// it reaches a process of its own: SIGINT, SIGHUP and SIGQUIT sent to the
+// whole process group (Ctrl-C, a hang-up), SIGTERM to cables-run alone.
+// The program takes SIGINT and SIGHUP with handlers on main and SIGQUIT and
+// SIGTERM in a sigwait on another node, and ends well; SIGHUP and SIGQUIT
+// had their default disposition at its start.  The native program, driven
+// the same way, says the same.  Before, mpirun ended every node process
+// with SIGTERM at Ctrl-C, the program's SIGQUIT was ignored (mpirun's), and
+// SIGHUP only made UCX verbose.
+class TerminalSignals : public ::testing::TestWithParam<const char *> {};
+
+static bool wait_line(mn::Proc &p, const std::string &line)
+{
+    return p.wait_for([&](const std::string &o) { return ("\n" + o).find("\n" + line + "\n") != std::string::npos; },
+                      30);
+}
+
+// Starts argv (in a session of its own, as a terminal's foreground job),
+// sends the signals as the comment above says; the result.
+static mn::Result drive(const std::vector<std::string> &argv)
+{
+    mn::Proc p;
+    EXPECT_TRUE(p.start(argv));
+    EXPECT_TRUE(wait_line(p, "ready")) << p.output();
+    const std::pair<int, const char *> steps[] = { { SIGINT, "INT" }, { SIGHUP, "HUP" }, { SIGQUIT, "QUIT" } };
+    for (auto &s : steps) {
+        EXPECT_EQ(kill(-p.pid(), s.first), 0);
+        EXPECT_TRUE(wait_line(p, std::string("got ") + s.second)) << s.second << "\n" << p.output();
+    }
+    EXPECT_EQ(kill(p.pid(), SIGTERM), 0);
+    bool ended = p.wait_exit(30);
+    if (!ended)
+        p.kill_all();
+    EXPECT_TRUE(ended) << p.result().describe();
+    return p.result();
+}
+
+TEST_P(TerminalSignals, ReachTheProgramOnce)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    mn::Result want = drive({ native("tests/posix/term_signals"), "handle" });
+    ASSERT_EQ(mn::parse_result(want.output)["ok"], "1") << want.describe();
+    mn::Result res = drive(mn::cables_cmd(3, GetParam(), relinked("tests/posix/term_signals"), { "handle" }));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+}
+
+// A program without handlers ends at Ctrl-C as a process does: cables-run
+// is killed by SIGINT (a shell's loop around it stops), and says nothing.
+TEST_P(TerminalSignals, EndTheProgramWithoutHandlers)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    mn::Proc p;
+    ASSERT_TRUE(p.start(mn::cables_cmd(3, GetParam(), relinked("tests/posix/term_signals"), { "default" })));
+    ASSERT_TRUE(wait_line(p, "ready")) << p.output();
+    const double t0 = mn::seconds_now();
+    ASSERT_EQ(kill(-p.pid(), SIGINT), 0);
+    bool ended = p.wait_exit(30);
+    if (!ended)
+        p.kill_all();
+    mn::Result res = p.result();
+    ASSERT_TRUE(ended) << res.describe();
+    EXPECT_EQ(res.signal, SIGINT) << res.describe();
+    EXPECT_LE(res.end_time - t0, 10.0) << res.describe();
+    EXPECT_EQ(res.output.find("cables-run:"), std::string::npos) << res.describe();
+    EXPECT_EQ(res.output.find("RESULT"), std::string::npos) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, TerminalSignals, ::testing::Values("shm", "tcp"));
 
 // A thread of another node blocked in a read of main's pipe or a flush of
 // main's stream into a full one (a call made
