@@ -786,8 +786,31 @@ void cb_check_peers(void)
     }
 }
 
+/* The process of node k, on this machine, is gone (or a zombie): it died */
+static bool gone_here(int k)
+{
+    place_t me = place_here();
+    if (!me.boot[0] || strcmp(me.boot, places[k].boot) || cb.pids[k] <= 0)
+        return false;
+    char path[64], st[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", cb.pids[k]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    ssize_t n = read(fd, st, sizeof st - 1);
+    close(fd);
+    st[n > 0 ? n : 0] = 0;
+    const char *e = strrchr(st, ')');
+    return e && (e[2] == 'Z' || e[2] == 'X');
+}
+
 void cb_peer_failed(int node, const char *why)
 {
+    /* a peer of this machine that died (a signal, a crash): mpirun, which
+     * saw it end, names it and how, unless this node's exit comes first
+     * (over TCP it may: a reset is seen at once) */
+    if (gone_here(node))
+        nanosleep(&(struct timespec){ 1, 0 }, NULL);
     char buf[400];
     int n = snprintf(buf, sizeof buf,
                      "cables: node %d: node %d (pid %d on %s) is dead or unreachable (%s); "
