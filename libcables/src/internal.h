@@ -610,6 +610,7 @@ enum {
     TOP_SETPRIO,     /* c = priority */
     TOP_ATTR,        /* out: cb_thread_attr_t */
     TOP_KTID,        /* answer: 0, b2 = kernel thread id (threads of this node only) */
+    TOP_CPUTIME,     /* c = the kernel's CPU clock kind (0 prof, 1 virt, 2 sched): b2 = ns */
     TOP_JOIN_ABORT,  /* c = the waiter of a timed join: answered ETIMEDOUT if still waiting */
 };
 typedef struct { uint64_t stack, stack_size; uint32_t detached; } cb_thread_attr_t;

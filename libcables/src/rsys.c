@@ -30,12 +30,14 @@
  * cancellation points, as their kernel calls).  Only calls that wait are
  * interrupted (interruptible()).  Before, a thread blocked
  * in a read of a master's pipe could be neither interrupted nor
- * cancelled: its join waited for ever. */
+ * cancelled: its join waited for ever.  The SIGPIPE or SIGXFSZ a call
+ * raises is the caller's (raised_here). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -136,6 +138,7 @@ long cb_rsys(cb_rsys_t *r)
         res = -1;
         err = (int)w->value3; /* the master could not take the call (ENOMEM) */
     }
+    uint64_t raised = (uint64_t)w->value4;
     free(w->data);
     cb_waiter_free(w);
     /* cancelled (the cancellation's own signal may have ended the wait
@@ -147,6 +150,9 @@ long cb_rsys(cb_rsys_t *r)
             testcancel = (void (*)(void))cb_libc("pthread_testcancel");
         testcancel();
     }
+    for (int sig = 1; sig < 64 && cb_app_thread; sig++) /* the call's own signals (raised_here) */
+        if (raised >> (sig - 1) & 1)
+            syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
     /* err: also a failure that is not -1 (a NULL stream) */
     errno = err ? err : saved;
     return res;
@@ -170,18 +176,37 @@ static job_t *running; /* (pool_mu) */
 static uint32_t queued, idle, started; /* a job is taken by an idle proxy, or one started */
 static _Atomic uint32_t jobs_seq; /* proxies sleep on it */
 
-static void answer(const cb_msg_t *req, long res, int err, int refused, void *payload, size_t len)
+/* raised: the signals the call raised for its thread (bit s - 1) */
+static void answer(const cb_msg_t *req, long res, int err, int refused, uint64_t raised, void *payload,
+                   size_t len)
 {
     cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)(int64_t)res, .b = (uint64_t)err,
-                   .c = (uint64_t)refused };
+                   .c = (uint64_t)refused, .d = raised };
     cb_reply(req, &r, payload, len, payload != NULL);
+}
+
+/* The signals a call raises for the thread that makes it (a write into a
+ * pipe or socket no one reads: SIGPIPE; past RLIMIT_FSIZE: SIGXFSZ) are
+ * its caller's, which raises them for itself (cb_rsys): its handler runs
+ * there, its mask keeps them pending, or they end the process, as where
+ * the caller made the call itself.  A proxy blocks them, so they wait on
+ * its thread until taken here.  Before, a thread of another node writing
+ * into a pipe whose reader had gone got EPIPE alone. */
+static uint64_t raised_here(void)
+{
+    uint64_t set = 1ull << (SIGPIPE - 1) | 1ull << (SIGXFSZ - 1), got = 0;
+    struct timespec zero = { 0, 0 };
+    long s;
+    while ((s = syscall(SYS_rt_sigtimedwait, &set, NULL, &zero, sizeof set)) > 0)
+        got |= 1ull << (s - 1);
+    return got;
 }
 
 static void run(job_t *j)
 {
     cb_rsys_t r;
     if (j->len < sizeof r || (memcpy(&r, j->p, sizeof r), r.nbuf > CB_RSYS_BUFS)) {
-        answer(&j->m, -1, 0, EINVAL, NULL, 0);
+        answer(&j->m, -1, 0, EINVAL, 0, NULL, 0);
         return;
     }
     void *b[CB_RSYS_BUFS] = { 0 };
@@ -244,7 +269,7 @@ static void run(job_t *j)
     }
     for (uint32_t i = 0; i < r.nbuf; i++)
         free(b[i]);
-    answer(&j->m, res, err, refused, out, refused ? 0 : outlen);
+    answer(&j->m, res, err, refused, raised_here(), out, refused ? 0 : outlen);
 }
 
 static void on_rsig(int sig) { (void)sig; } /* its call returns EINTR */
@@ -309,7 +334,7 @@ static void interrupt(int src, uint64_t w)
         }
     cb_mutex_unlock(&pool_mu);
     if (gone) {
-        answer(&gone->m, -1, EINTR, 0, NULL, 0);
+        answer(&gone->m, -1, EINTR, 0, 0, NULL, 0);
         free(gone);
     }
 }
@@ -349,7 +374,7 @@ void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len)
     }
     job_t *j = malloc(sizeof *j + len);
     if (!j) {
-        answer(m, -1, 0, ENOMEM, NULL, 0);
+        answer(m, -1, 0, ENOMEM, 0, NULL, 0);
         return;
     }
     j->next = NULL;

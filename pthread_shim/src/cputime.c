@@ -7,7 +7,9 @@
  * RUSAGE_SELF and RUSAGE_CHILDREN give the sums over every node process,
  * those that have left included (libcables/src/proc.c, cb_proc_usage),
  * the runtime's own threads in them as a process's are.  A thread's own
- * clock (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD) is its own anyway.  A run
+ * clock (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD) is its own anyway; the
+ * clock pthread_getcpuclockid gives for a thread of another node is read
+ * on that node (TOP_CPUTIME).  A run
  * of one node, the runtime's threads, and a child of fork get libc's.
  * Each call asks every other node: tens of microseconds, not the vDSO's
  * tens of nanoseconds, and not async-signal-safe.  These are EARLY_FN
@@ -52,11 +54,49 @@ EARLY_FN static int process_clock(clockid_t c)
     return -1;
 }
 
+/* A thread of another node's CPU clock: the kernel's per-thread layout
+ * (~id << 3 | 4 | kind) with kind 3, which the kernel never makes, and as
+ * id its cluster id folded into 28 bits: node 6, creating node 6, sequence
+ * 16.  A thread whose id does not fit gets none (ENOENT). */
+enum { RCLK_KIND = 3, RCLK_NODE = 22, RCLK_CREATOR = 16 };
+
+int shim_remote_cpuclock_id(uint64_t tid, clockid_t *clk)
+{
+    uint64_t node = tid >> 48, creator = tid >> 32 & 0xffff, seq = tid & 0xffffffff;
+    if (node >= 64 || creator >= 64 || seq >= 1u << RCLK_CREATOR)
+        return ENOENT;
+    int32_t x = (int32_t)(node << RCLK_NODE | creator << RCLK_CREATOR | seq);
+    *clk = (clockid_t)(~x * 8 | 4 | RCLK_KIND);
+    return 0;
+}
+
+/* such a clock's thread id, or 0 */
+EARLY_FN static uint64_t remote_clock(clockid_t c)
+{
+    if (c >= 0 || (c & 7) != (4 | RCLK_KIND))
+        return 0;
+    uint64_t x = (uint32_t)~(c >> 3) & ((1u << 28) - 1);
+    return (x >> RCLK_NODE) << 48 | (x >> RCLK_CREATOR & 63) << 32 | (x & 0xffff);
+}
+
+/* clock_getres's: a remote thread's clock has a thread CPU clock's */
+EARLY_FN clockid_t shim_cpuclock_here(clockid_t c) { return remote_clock(c) ? CLOCK_THREAD_CPUTIME_ID : c; }
+
 EARLY_FN static uint64_t tv_ns(struct timeval t) { return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_usec * 1000; }
 
 EARLY_FN int clock_gettime(clockid_t c, struct timespec *ts)
 {
     int k;
+    uint64_t tid = remote_clock(c);
+    if (tid && cluster()) { /* the clock of a thread of another node: read there */
+        int64_t ns = 0;
+        int rc = cb_thread_op(tid, TOP_CPUTIME, 2, 0, NULL, 0, NULL, 0, &ns);
+        if (rc)
+            return errno = rc == ESRCH ? EINVAL : rc, -1; /* the kernel's for an ended thread */
+        ts->tv_sec = (time_t)(ns / 1000000000);
+        ts->tv_nsec = (long)(ns % 1000000000);
+        return 0;
+    }
     if ((k = process_clock(c)) < 0 || !cluster()) {
         if (!shared_obj(ts))
             return EARLY(clock_gettime)(c, ts);

@@ -1409,7 +1409,7 @@ int epoll_pwait(int ep, struct epoll_event *evs, int max, int timeout, const sig
 /* a T the kernel reads at p */
 #define IN(T, p) T p##_b; const T *p##_k = ours(p, sizeof(T)) ? (p##_b = *(p), &p##_b) : (p)
 
-#define CALL(x) EARLY(clock_getres)(c, x)
+#define CALL(x) EARLY(clock_getres)(shim_cpuclock_here(c), x)
 EARLY_FN int clock_getres(clockid_t c, struct timespec *res) { STORE_T(struct timespec, res, CALL) }
 #undef CALL
 

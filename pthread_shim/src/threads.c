@@ -215,13 +215,18 @@ int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
     return 0;
 }
 
-/* a thread's CPU-time clock is its node's: threads of other nodes have none here */
+/* A thread's CPU-time clock is its node's kernel's: a thread of this node
+ * gets the kernel's clock id, one of another node an id the kernel never
+ * makes (cputime.c reads it there: shim_remote_cpuclock).  Before, threads
+ * of other nodes had none (ENOENT). */
 int pthread_getcpuclockid(pthread_t t, clockid_t *clk)
 {
     if (!(t & TID_TAG))
         return REAL(pthread_getcpuclockid)(t, clk);
-    if ((int)(CLUSTER(t) >> 48) != cb.self)
-        return ENOENT;
+    if ((int)(CLUSTER(t) >> 48) != cb.self) {
+        int rc = cb_thread_op(CLUSTER(t), TOP_KILL, 0, 0, NULL, 0, NULL, 0, NULL); /* there? */
+        return rc ? rc : shim_remote_cpuclock_id(CLUSTER(t), clk);
+    }
     int64_t k = 0;
     int rc = cb_thread_op(CLUSTER(t), TOP_KTID, 0, 0, NULL, 0, NULL, 0, &k);
     if (!rc)

@@ -125,7 +125,7 @@ std::vector<PosixCase> posix_cases()
 {
     std::vector<PosixCase> v;
     for (const char *t : { "shm", "tcp" })
-        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand", "process", "paths", "fork", "exec", "spawn", "redirect", "sigsegv", "fortified" })
+        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand", "process", "paths", "fork", "exec", "spawn", "redirect", "sigsegv", "fortified", "sigpipe" })
             v.push_back({ t, n });
     return v;
 }
@@ -521,6 +521,23 @@ TEST_P(TerminalSignals, EndTheProgramWithoutHandlers)
 }
 
 INSTANTIATE_TEST_SUITE_P(Shim, TerminalSignals, ::testing::Values("shm", "tcp"));
+
+// The program's output into a pipe that closes (| head -n 1) ends it as
+// it ends a process: killed by SIGPIPE, whichever node's thread printed,
+// without a word from mpirun (before: status 1 and mpirun's "SIGPIPE
+// detected ... aborting").
+TEST(OutputClosed, EndsTheProgramBySigpipe)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const std::string tail = " flood | head -n 1; echo \"status=${PIPESTATUS[0]}\"";
+    auto want = mn::run({ "bash", "-c", native("tests/posix/sigpipe") + tail });
+    ASSERT_NE(want.output.find("status=141"), std::string::npos) << want.describe();
+    auto res = mn::run({ "bash", "-c", mn::launcher() + " -n 2 -- " + relinked("tests/posix/sigpipe") + tail });
+    EXPECT_TRUE(res.ok()) << res.describe();
+    EXPECT_NE(res.output.find("line 0\nstatus=141\n"), std::string::npos) << res.describe();
+    EXPECT_EQ(res.output.find("mpirun"), std::string::npos) << res.describe();
+}
 
 // A thread of another node blocked in a read of main's pipe or a flush of
 // main's stream into a full one (a call made

@@ -7,7 +7,8 @@
  * and pthread_getaffinity_np (the worker runs on the one CPU set),
  * pthread_setschedparam, pthread_getschedparam, pthread_setschedprio
  * (SCHED_BATCH, which needs no privilege), pthread_getattr_np (the stack
- * holds the worker's locals), pthread_getcpuclockid on itself, and the
+ * holds the worker's locals), pthread_getcpuclockid on itself and on the
+ * worker (main reads at least the CPU time the worker read), and the
  * joins that give up: pthread_tryjoin_np (EBUSY while the worker runs, 0
  * once a second one ended), pthread_timedjoin_np (ETIMEDOUT, then the
  * worker's value once it ends), pthread_clockjoin_np; and a join is a
@@ -54,11 +55,22 @@ static int flag_set(volatile sig_atomic_t *f)
     return *f != 0;
 }
 
+static long long thread_ns(clockid_t c)
+{
+    struct timespec ts;
+    return clock_gettime(c, &ts) ? -1 : ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static long long worker_cpu_ns; /* the worker's CPU time, as it read it */
+
 static void *worker(void *arg)
 {
     (void)arg;
     volatile int here = 1;
     local_addr = (uintptr_t)&here;
+    while (thread_ns(CLOCK_THREAD_CPUTIME_ID) < 20000000) /* 20 ms of CPU */
+        here++;
+    worker_cpu_ns = thread_ns(CLOCK_THREAD_CPUTIME_ID);
     gate_set(&to_main, 1);
 
     CHECK("w_gate_2", gate_wait(&to_worker, 2));
@@ -171,6 +183,12 @@ int main(void)
     struct timespec ts = { 0, 0 };
     CHECK_EQ("cpuclock_reads", clock_gettime(clk, &ts), 0);
     CHECK("cpuclock_ran", ts.tv_sec > 0 || ts.tv_nsec > 0);
+    /* the worker's clock, read by main: at least what the worker read */
+    clockid_t wclk;
+    CHECK_ERR("getcpuclockid_worker", pthread_getcpuclockid(w, &wclk), 0);
+    CHECK_GE("worker_cpuclock_ms", thread_ns(wclk) / 1000000, worker_cpu_ns / 1000000);
+    CHECK_GE("worker_cpuclock_20ms", worker_cpu_ns / 1000000, 20);
+    CHECK_EQ("worker_cpuclock_res", clock_getres(wclk, &ts), 0);
 
     gate_set(&to_worker, 2);
     CHECK("gate_2", gate_wait(&to_main, 2));
