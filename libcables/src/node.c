@@ -786,11 +786,16 @@ void cb_check_peers(void)
     }
 }
 
+static bool same_boot(int k)
+{
+    place_t me = place_here();
+    return me.boot[0] && !strcmp(me.boot, places[k].boot);
+}
+
 /* The process of node k, on this machine, is gone (or a zombie): it died */
 static bool gone_here(int k)
 {
-    place_t me = place_here();
-    if (!me.boot[0] || strcmp(me.boot, places[k].boot) || cb.pids[k] <= 0)
+    if (!same_boot(k) || cb.pids[k] <= 0)
         return false;
     char path[64], st[256];
     snprintf(path, sizeof path, "/proc/%d/stat", cb.pids[k]);
@@ -809,6 +814,8 @@ void cb_peer_failed(int node, const char *why)
     /* a peer of this machine that died (a signal, a crash): mpirun, which
      * saw it end, names it and how, unless this node's exit comes first
      * (over TCP it may: a reset is seen at once) */
+    for (int i = 0; i < 20 && !gone_here(node) && same_boot(node); i++) /* still exiting */
+        nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
     if (gone_here(node))
         nanosleep(&(struct timespec){ 1, 0 }, NULL);
     char buf[400];
