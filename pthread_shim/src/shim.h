@@ -151,9 +151,6 @@ void *shim_malloc(size_t n) __asm__("malloc");
  * (one block of libc's: __libc_free it), less the strings starting with
  * one of skip's prefixes; NULL where out of memory */
 int shim_count(char *const v[]);
-/* cputime.c: the CPU clock of a thread of another node (pthread_getcpuclockid) */
-int shim_remote_cpuclock_id(uint64_t tid, clockid_t *clk);
-clockid_t shim_cpuclock_here(clockid_t c); /* the clock clock_getres asks for c */
 char **shim_private_copy(char *const v[], const char *const skip[]);
 /* for a request: the bytes of n strings of v, each with its NUL; and them
  * copied at p one after the other (the end returned) */
@@ -262,5 +259,9 @@ int shim_rs_vfscanf(FILE *f, const char *fmt, va_list ap,
 /* sync.c: a cancellation the runtime saw in a wait: act on it (glibc's
  * cancellation state is set; this unwinds when it is enabled) */
 void shim_testcancel(void);
+
+/* cputime.c: the CPU clock of a thread of another node (pthread_getcpuclockid) */
+int shim_remote_cpuclock_id(uint64_t tid, clockid_t *clk);
+clockid_t shim_cpuclock_here(clockid_t c); /* the clock clock_getres asks for c */
 
 #endif

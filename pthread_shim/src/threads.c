@@ -217,7 +217,7 @@ int pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
 
 /* A thread's CPU-time clock is its node's kernel's: a thread of this node
  * gets the kernel's clock id, one of another node an id the kernel never
- * makes (cputime.c reads it there: shim_remote_cpuclock).  Before, threads
+ * makes (cputime.c reads it there: shim_remote_cpuclock_id).  Before, threads
  * of other nodes had none (ENOENT). */
 int pthread_getcpuclockid(pthread_t t, clockid_t *clk)
 {
