@@ -171,6 +171,72 @@ void Proc::pump(int timeout_ms)
 
 bool in_session(pid_t p, pid_t sid) { return p > 1 && session_of(p) == sid; }
 
+// a file's text, without its last newline
+static std::string read_all(const std::string &path)
+{
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    std::string t = s.str();
+    if (!t.empty() && t.back() == '\n')
+        t.pop_back();
+    return t;
+}
+
+std::string signal_state(pid_t sid)
+{
+    std::ostringstream o;
+    o << "signal state of session " << sid << " (per thread: pending, blocked; per process: shared pending, caught, ignored):\n";
+    std::string run_info;
+    DIR *d = opendir("/proc");
+    while (struct dirent *e = d ? readdir(d) : nullptr) {
+        char *end;
+        long p = strtol(e->d_name, &end, 10);
+        if (*end || !in_session((pid_t)p, sid))
+            continue;
+        const std::string dir = "/proc/" + std::to_string(p);
+        std::string env = read_all(dir + "/environ");
+        for (size_t at = 0; at < env.size(); at = env.find('\0', at) + 1) {
+            if (env.compare(at, 17, "CABLES_RUN_INFO=/") == 0)
+                run_info = env.c_str() + at + 16;
+            if (env.find('\0', at) == std::string::npos)
+                break;
+        }
+        std::istringstream st(read_all(dir + "/status"));
+        std::string line, shd, cgt, ign;
+        while (std::getline(st, line)) {
+            if (!line.compare(0, 7, "ShdPnd:")) shd = line.substr(8);
+            if (!line.compare(0, 7, "SigCgt:")) cgt = line.substr(8);
+            if (!line.compare(0, 7, "SigIgn:")) ign = line.substr(8);
+        }
+        o << "  " << p << " " << read_all(dir + "/comm") << ": shd " << shd << " cgt " << cgt
+          << " ign " << ign << "\n";
+        DIR *t = opendir((dir + "/task").c_str());
+        while (struct dirent *te = t ? readdir(t) : nullptr) {
+            if (te->d_name[0] == '.')
+                continue;
+            const std::string td = dir + "/task/" + te->d_name;
+            std::istringstream ts(read_all(td + "/status"));
+            std::string state, pnd, blk;
+            while (std::getline(ts, line)) {
+                if (!line.compare(0, 6, "State:")) state = line.substr(7, 1);
+                if (!line.compare(0, 7, "SigPnd:")) pnd = line.substr(8);
+                if (!line.compare(0, 7, "SigBlk:")) blk = line.substr(8);
+            }
+            o << "    " << te->d_name << " " << read_all(td + "/comm") << " " << state << " pnd " << pnd << " blk " << blk
+              << " in " << read_all(td + "/wchan") << "\n";
+        }
+        if (t)
+            closedir(t);
+    }
+    if (d)
+        closedir(d);
+    if (!run_info.empty())
+        o << "  signals cables-run gave the master: ["
+          << read_all(run_info.substr(0, run_info.rfind('/')) + "/relayed") << "]\n";
+    return o.str();
+}
+
 void Proc::finish()
 {
     res_.end_time = seconds_now();

@@ -67,6 +67,11 @@ class Proc {
 // True if process p belongs to the session of leader sid (a Proc's pid()).
 bool in_session(pid_t p, pid_t sid);
 
+// What the kernel says of the signals of session sid's processes and
+// threads (pending, blocked, caught), and which ones cables-run gave on:
+// for a failure message about a signal that did not arrive.
+std::string signal_state(pid_t sid);
+
 // Runs argv, killing the whole process tree after timeout_s.
 Result run(const std::vector<std::string> &argv, const Env &env = {}, double timeout_s = 60);
 

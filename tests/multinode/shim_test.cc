@@ -480,7 +480,8 @@ static mn::Result drive(const std::vector<std::string> &argv)
     const std::pair<int, const char *> steps[] = { { SIGINT, "INT" }, { SIGHUP, "HUP" }, { SIGQUIT, "QUIT" } };
     for (auto &s : steps) {
         EXPECT_EQ(kill(-p.pid(), s.first), 0);
-        EXPECT_TRUE(wait_line(p, std::string("got ") + s.second)) << s.second << "\n" << p.output();
+        EXPECT_TRUE(wait_line(p, std::string("got ") + s.second))
+            << s.second << "\n" << mn::signal_state(p.pid()) << p.output();
     }
     EXPECT_EQ(kill(p.pid(), SIGTERM), 0);
     bool ended = p.wait_exit(30);
