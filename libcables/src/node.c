@@ -60,20 +60,29 @@ static place_t places[CB_MAX_NODES]; /* of the nodes this one knows (places_mu) 
 static cb_mutex_t places_mu = CB_MUTEX_INIT;
 static bool master_peer_errors; /* an attached node: the master's endpoints report them */
 
-static place_t place_here(void)
+/* this process's: read once, at the start (node.c's init, before any
+ * other thread) */
+static const place_t *here(void)
 {
-    place_t p = { .boot = "" };
+    static place_t p;
+    static bool known;
+    if (known)
+        return &p;
     int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t n = read(fd, p.boot, sizeof p.boot - 1);
         p.boot[n > 0 ? n : 0] = 0;
+        p.boot[strcspn(p.boot, "\n")] = 0;
         close(fd);
     }
     struct stat st;
     if (!stat("/proc/self/ns/net", &st))
         p.netns = st.st_ino;
-    return p;
+    known = true;
+    return &p;
 }
+
+const char *cb_boot_id(void) { return here()->boot; }
 
 /* Two nodes on one machine in different network namespaces (containers;
  * the test suite's stand-ins for machines) */
@@ -430,7 +439,7 @@ void cb_node_start(int *argc, char ***argv)
          * where every launched node goes without shared memory, they are
          * (as for UCX_TLS=tcp), and a node attached later follows the
          * master. */
-        places[rank] = place_here();
+        places[rank] = *here();
         if (parent == MPI_COMM_NULL)
             MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, places, sizeof *places, MPI_BYTE,
                           MPI_COMM_WORLD);
@@ -788,8 +797,7 @@ void cb_check_peers(void)
 
 static bool same_boot(int k)
 {
-    place_t me = place_here();
-    return me.boot[0] && !strcmp(me.boot, places[k].boot);
+    return here()->boot[0] && !strcmp(here()->boot, places[k].boot);
 }
 
 /* The process of node k, on this machine, is gone (or a zombie): it died */

@@ -458,20 +458,13 @@ void cb_psig_announce(void)
     const char *path = getenv("CABLES_RUN_INFO");
     if (cb.self != 0 || !path || !*path || !getenv("OMPI_COMM_WORLD_SIZE"))
         return;
-    char boot[64] = "", line[160];
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, boot, sizeof boot - 1);
-        boot[n > 0 ? n : 0] = 0;
-        boot[strcspn(boot, "\n")] = 0;
-        close(fd);
-    }
+    char line[160];
     struct stat st;
-    if (!boot[0] || stat("/proc/self/ns/pid", &st))
+    if (!cb_boot_id()[0] || stat("/proc/self/ns/pid", &st))
         return;
-    int len = snprintf(line, sizeof line, "%d %s %llu\n", (int)getpid(), boot,
+    int len = snprintf(line, sizeof line, "%d %s %llu\n", (int)getpid(), cb_boot_id(),
                        (unsigned long long)st.st_ino);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return; /* no such directory: the launcher runs on another machine */
     if (write(fd, line, (size_t)len) != len)
