@@ -748,12 +748,26 @@ void cb_fault_after_fork(void)
     in_app_segv = false;
 }
 
+/* s has a handler of UCX's (libucs installs them as it is loaded) */
+static bool ucx_handler(int s)
+{
+    struct sigaction h;
+    Dl_info in;
+    return libc_sigaction(s, NULL, &h) == 0 && cb_sig_is_handler(&h) &&
+           dladdr((void *)(uintptr_t)h.sa_handler, &in) && in.dli_fname &&
+           strstr(in.dli_fname, "libucs");
+}
+
 /* The dispositions the program starts with, as it would alone: those of
  * the launcher's start (CABLES_SIGIGN, the signals cables-run found
  * ignored; mpirun ignores SIGQUIT, and its children inherit that), and
- * SIGHUP's default where UCX took it for its debug mode (UCX_DEBUG_SIGNO;
- * start.c sets it to 0 for a node process it starts again).  Before, a
- * relinked program ignored SIGQUIT, and SIGHUP only made UCX verbose. */
+ * the defaults where UCX took a signal: SIGHUP for its debug mode
+ * (UCX_DEBUG_SIGNO; start.c sets it to 0 for a node process it starts
+ * again), SIGILL, SIGSEGV, SIGBUS and SIGFPE to print a backtrace (unless
+ * UCX_ERROR_SIGNALS or UCX_HANDLE_ERRORS asks for that).  Before, a
+ * relinked program ignored SIGQUIT, SIGHUP only made UCX verbose, the
+ * program found handlers on the fault signals, and its own faults printed
+ * UCX's backtrace. */
 static void start_dispositions(void)
 {
     const char *ign = getenv("CABLES_SIGIGN");
@@ -770,10 +784,12 @@ static void start_dispositions(void)
         else if (!want_ign && h.sa_handler == SIG_IGN)
             libc_sigaction(s, &dfl, NULL);
     }
-    Dl_info in;
-    if (!getenv("UCX_DEBUG_SIGNO") && libc_sigaction(SIGHUP, NULL, &h) == 0 &&
-        cb_sig_is_handler(&h) && dladdr((void *)(uintptr_t)h.sa_handler, &in) && in.dli_fname &&
-        strstr(in.dli_fname, "libucs"))
+    bool ucx_errors = getenv("UCX_ERROR_SIGNALS") || getenv("UCX_HANDLE_ERRORS"); /* asked for */
+    static const int errs[] = { SIGILL, SIGSEGV, SIGBUS, SIGFPE };
+    for (size_t i = 0; i < sizeof errs / sizeof *errs && !ucx_errors; i++)
+        if (ucx_handler(errs[i]))
+            libc_sigaction(errs[i], &dfl, NULL);
+    if (!getenv("UCX_DEBUG_SIGNO") && ucx_handler(SIGHUP))
         libc_sigaction(SIGHUP, &dfl, NULL);
 }
 

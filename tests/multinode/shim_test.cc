@@ -543,6 +543,24 @@ TEST(OutputClosed, EndsTheProgramBySigpipe)
     EXPECT_EQ(res.output.find("mpirun"), std::string::npos) << res.describe();
 }
 
+// A thread's own fault ends the program as it ends a process: the master
+// is not the node that faulted, yet the run ends with the status of a
+// process killed by SIGSEGV, and without UCX's "Caught signal" backtrace
+// (before: UCX's handler, which the program found installed, printed one).
+TEST(ProgramFault, EndsTheRunAsTheProcess)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = mn::run({ native("tests/posix/sigsegv"), "crash" });
+    ASSERT_EQ(want.signal, SIGSEGV) << want.describe();
+    for (const char *t : { "shm", "tcp" }) {
+        auto res = mn::run_cables(2, t, relinked("tests/posix/sigsegv"), { "crash" });
+        EXPECT_TRUE(res.exited && res.exit_code == 128 + SIGSEGV) << res.describe();
+        EXPECT_EQ(res.output.find("Caught signal"), std::string::npos) << res.describe();
+        EXPECT_EQ(res.output.find("RESULT"), std::string::npos) << res.describe();
+    }
+}
+
 // A thread of another node blocked in a read of main's pipe or a flush of
 // main's stream into a full one (a call made
 // at the master) is interrupted as a process's thread is: a handler

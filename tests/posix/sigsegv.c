@@ -12,7 +12,9 @@
  * jumps back (twice); a handler a worker installs later runs for main's
  * fault; sigaction and signal report the program's handlers; a SIGSEGV
  * that main raises is ignored under SIG_IGN, handled, and kept pending
- * while blocked.
+ * while blocked.  The fault signals start with their default dispositions.
+ * With the argument "crash", a thread's store to address 64 ends the
+ * process (killed by SIGSEGV; the multi-node test checks how).
  *
  * Before, on libcables: main's sigaction replaced the runtime's fault
  * handler, so the first access to a shared page not mapped yet went to the
@@ -180,10 +182,33 @@ static void *installer(void *arg)
     return NULL;
 }
 
-int main(void)
+/* "crash": a thread's store to address 64 under the default disposition */
+static void *crash(void *arg)
 {
+    static volatile uintptr_t bad = 64;
+    (void)arg;
+    *(volatile int *)bad = 1;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "crash")) {
+        pthread_t c;
+        pthread_create(&c, NULL, crash, NULL);
+        pthread_join(c, NULL);
+        printf("RESULT ok=0 the fault did not end the process\n");
+        return 1;
+    }
     check_start();
     struct sigaction sa, old;
+#if !defined(__SANITIZE_ADDRESS__) && !CHECK_TSAN /* (their handlers) */
+    /* the fault signals' dispositions at the start: the defaults (before,
+     * UCX's backtrace handlers) */
+    static const int faults[] = { SIGILL, SIGSEGV, SIGBUS, SIGFPE };
+    for (int i = 0; i < 4; i++)
+        CHECK("start_dfl", sigaction(faults[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL);
+#endif
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO;
