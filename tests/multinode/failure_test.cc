@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <regex>
 
 using mn::Cfg;
@@ -234,6 +235,32 @@ TEST(Launcher, ThreadsPerNodeBogus)
     expect_refused(mn::run({ mn::launcher(), "-n", "1", "--", mn::prog("counter") },
                            { { "CABLES_THREADS_PER_NODE", "lots" } }),
                    { "CABLES_THREADS_PER_NODE='lots'" });
+}
+
+// cables-run killed by SIGKILL (a scheduler's kill, timeout -s KILL) ends
+// the run: mpirun and every node process end within 15 s, and the run's
+// files go (before: they ran on without it, and the files stayed in /tmp).
+TEST(Launcher, KilledLauncherEndsTheRun)
+{
+    mn::Proc p;
+    ASSERT_TRUE(p.start(mn::cables_cmd(2, "shm", mn::prog("dead_node"))));
+    ASSERT_TRUE(p.wait_for([](const std::string &o) { return contains("\n" + o, "\nready\n"); }, 30))
+        << p.output();
+    const std::string files = mn::run_files(p.pid());
+    ASSERT_NE(files, "") << "no CABLES_RUN_INFO in the run's processes";
+    ASSERT_EQ(access(files.c_str(), F_OK), 0) << files;
+    ASSERT_EQ(kill(p.pid(), SIGKILL), 0);
+    const double until = mn::seconds_now() + 15;
+    std::vector<pid_t> left;
+    do {
+        usleep(100 * 1000);
+        left = mn::session_pids(p.pid());
+        left.erase(std::remove(left.begin(), left.end(), p.pid()), left.end()); // (not reaped)
+    } while (!left.empty() && mn::seconds_now() < until);
+    EXPECT_TRUE(left.empty()) << left.size() << " processes left 15 s after\n"
+                              << mn::signal_state(p.pid());
+    EXPECT_NE(access(files.c_str(), F_OK), 0) << files << " is left";
+    p.kill_all();
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, DeadNode, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

@@ -66,24 +66,41 @@ static pid_t session_of(pid_t p)
     return (pid_t)sid;
 }
 
+// a file's text, without its last newline
+static std::string read_all(const std::string &path)
+{
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    std::string t = s.str();
+    if (!t.empty() && t.back() == '\n')
+        t.pop_back();
+    return t;
+}
+
+std::vector<pid_t> session_pids(pid_t sid)
+{
+    std::vector<pid_t> v;
+    DIR *d = opendir("/proc");
+    while (struct dirent *e = d ? readdir(d) : nullptr) {
+        char *end;
+        long p = strtol(e->d_name, &end, 10);
+        if (!*end && p > 1 && p != getpid() && session_of((pid_t)p) == sid)
+            v.push_back((pid_t)p);
+    }
+    if (d)
+        closedir(d);
+    return v;
+}
+
 // SIGKILL every process of session sid; returns how many were signalled.
 static int kill_session(pid_t sid)
 {
     int n = 0;
-    for (int pass = 0; pass < 3; pass++) { // a forking tree may add processes
-        DIR *d = opendir("/proc");
-        if (!d)
-            return n;
-        while (struct dirent *e = readdir(d)) {
-            char *end;
-            long p = strtol(e->d_name, &end, 10);
-            if (*end || p <= 1 || p == getpid())
-                continue;
-            if (session_of((pid_t)p) == sid && kill((pid_t)p, SIGKILL) == 0)
+    for (int pass = 0; pass < 3; pass++) // a forking tree may add processes
+        for (pid_t p : session_pids(sid))
+            if (kill(p, SIGKILL) == 0)
                 n++;
-        }
-        closedir(d);
-    }
     return n;
 }
 
@@ -171,37 +188,28 @@ void Proc::pump(int timeout_ms)
 
 bool in_session(pid_t p, pid_t sid) { return p > 1 && session_of(p) == sid; }
 
-// a file's text, without its last newline
-static std::string read_all(const std::string &path)
+std::string run_files(pid_t sid)
 {
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    std::string t = s.str();
-    if (!t.empty() && t.back() == '\n')
-        t.pop_back();
-    return t;
+    for (pid_t p : session_pids(sid)) {
+        std::string env = read_all("/proc/" + std::to_string(p) + "/environ");
+        for (size_t at = 0; at < env.size(); at = env.find('\0', at) + 1) {
+            if (env.compare(at, 17, "CABLES_RUN_INFO=/") == 0) {
+                std::string info = env.c_str() + at + 16;
+                return info.substr(0, info.rfind('/'));
+            }
+            if (env.find('\0', at) == std::string::npos)
+                break;
+        }
+    }
+    return "";
 }
 
 std::string signal_state(pid_t sid)
 {
     std::ostringstream o;
     o << "signal state of session " << sid << " (per thread: pending, blocked; per process: shared pending, caught, ignored):\n";
-    std::string run_info;
-    DIR *d = opendir("/proc");
-    while (struct dirent *e = d ? readdir(d) : nullptr) {
-        char *end;
-        long p = strtol(e->d_name, &end, 10);
-        if (*end || !in_session((pid_t)p, sid))
-            continue;
+    for (pid_t p : session_pids(sid)) {
         const std::string dir = "/proc/" + std::to_string(p);
-        std::string env = read_all(dir + "/environ");
-        for (size_t at = 0; at < env.size(); at = env.find('\0', at) + 1) {
-            if (env.compare(at, 17, "CABLES_RUN_INFO=/") == 0)
-                run_info = env.c_str() + at + 16;
-            if (env.find('\0', at) == std::string::npos)
-                break;
-        }
         std::istringstream st(read_all(dir + "/status"));
         std::string line, shd, cgt, ign;
         while (std::getline(st, line)) {
@@ -223,17 +231,15 @@ std::string signal_state(pid_t sid)
                 if (!line.compare(0, 7, "SigPnd:")) pnd = line.substr(8);
                 if (!line.compare(0, 7, "SigBlk:")) blk = line.substr(8);
             }
-            o << "    " << te->d_name << " " << read_all(td + "/comm") << " " << state << " pnd " << pnd << " blk " << blk
-              << " in " << read_all(td + "/wchan") << "\n";
+            o << "    " << te->d_name << " " << read_all(td + "/comm") << " " << state << " pnd " << pnd
+              << " blk " << blk << " in " << read_all(td + "/wchan") << "\n";
         }
         if (t)
             closedir(t);
     }
-    if (d)
-        closedir(d);
-    if (!run_info.empty())
-        o << "  signals cables-run gave the master: ["
-          << read_all(run_info.substr(0, run_info.rfind('/')) + "/relayed") << "]\n";
+    const std::string files = run_files(sid);
+    if (!files.empty())
+        o << "  signals cables-run gave the master: [" << read_all(files + "/relayed") << "]\n";
     return o.str();
 }
 

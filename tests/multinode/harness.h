@@ -66,6 +66,11 @@ class Proc {
 
 // True if process p belongs to the session of leader sid (a Proc's pid()).
 bool in_session(pid_t p, pid_t sid);
+// The processes of session sid (the leader too, while it is not reaped).
+std::vector<pid_t> session_pids(pid_t sid);
+// The directory of cables-run's files for the run in session sid (from
+// CABLES_RUN_INFO in its processes' environment), or "".
+std::string run_files(pid_t sid);
 
 // What the kernel says of the signals of session sid's processes and
 // threads (pending, blocked, caught), and which ones cables-run gave on:
