@@ -545,8 +545,9 @@ TEST(OutputClosed, EndsTheProgramBySigpipe)
 
 // A thread's own fault ends the program as it ends a process: the master
 // is not the node that faulted, yet the run ends with the status of a
-// process killed by SIGSEGV, and without UCX's "Caught signal" backtrace
-// (before: UCX's handler, which the program found installed, printed one).
+// process killed by SIGSEGV, without UCX's "Caught signal" backtrace
+// (before: UCX's handler, which the program found installed, printed one)
+// and with one line naming the node (before: mpirun's banner too).
 TEST(ProgramFault, EndsTheRunAsTheProcess)
 {
     if (asan_heap())
@@ -558,6 +559,10 @@ TEST(ProgramFault, EndsTheRunAsTheProcess)
         EXPECT_TRUE(res.exited && res.exit_code == 128 + SIGSEGV) << res.describe();
         EXPECT_EQ(res.output.find("Caught signal"), std::string::npos) << res.describe();
         EXPECT_EQ(res.output.find("RESULT"), std::string::npos) << res.describe();
+        // which node, in one line, without mpirun's banner
+        EXPECT_NE(res.output.find("is dead: it was killed by signal 11"), std::string::npos)
+            << res.describe();
+        EXPECT_EQ(res.output.find("mpirun"), std::string::npos) << res.describe();
     }
 }
 
