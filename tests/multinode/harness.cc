@@ -191,48 +191,47 @@ bool in_session(pid_t p, pid_t sid) { return p > 1 && session_of(p) == sid; }
 std::string run_files(pid_t sid)
 {
     for (pid_t p : session_pids(sid)) {
-        std::string env = read_all("/proc/" + std::to_string(p) + "/environ");
-        for (size_t at = 0; at < env.size(); at = env.find('\0', at) + 1) {
-            if (env.compare(at, 17, "CABLES_RUN_INFO=/") == 0) {
-                std::string info = env.c_str() + at + 16;
-                return info.substr(0, info.rfind('/'));
-            }
-            if (env.find('\0', at) == std::string::npos)
-                break;
-        }
+        std::istringstream env(read_all("/proc/" + std::to_string(p) + "/environ"));
+        std::string v;
+        while (std::getline(env, v, '\0'))
+            if (v.rfind("CABLES_RUN_INFO=/", 0) == 0)
+                return v.substr(16, v.rfind('/') - 16);
     }
     return "";
+}
+
+// the "Name:  value" lines of a /proc status file
+static std::map<std::string, std::string> status_of(const std::string &path)
+{
+    std::map<std::string, std::string> m;
+    std::istringstream in(read_all(path));
+    std::string line;
+    while (std::getline(in, line)) {
+        size_t c = line.find(':'), v = line.find_first_not_of(" \t", c + 1);
+        if (c != std::string::npos && v != std::string::npos)
+            m[line.substr(0, c)] = line.substr(v);
+    }
+    return m;
 }
 
 std::string signal_state(pid_t sid)
 {
     std::ostringstream o;
-    o << "signal state of session " << sid << " (per thread: pending, blocked; per process: shared pending, caught, ignored):\n";
+    o << "signal state of session " << sid
+      << " (per process: shared pending, caught, ignored; per thread: state, pending, blocked, wait):\n";
     for (pid_t p : session_pids(sid)) {
         const std::string dir = "/proc/" + std::to_string(p);
-        std::istringstream st(read_all(dir + "/status"));
-        std::string line, shd, cgt, ign;
-        while (std::getline(st, line)) {
-            if (!line.compare(0, 7, "ShdPnd:")) shd = line.substr(8);
-            if (!line.compare(0, 7, "SigCgt:")) cgt = line.substr(8);
-            if (!line.compare(0, 7, "SigIgn:")) ign = line.substr(8);
-        }
-        o << "  " << p << " " << read_all(dir + "/comm") << ": shd " << shd << " cgt " << cgt
-          << " ign " << ign << "\n";
+        auto ps = status_of(dir + "/status");
+        o << "  " << p << " " << ps["Name"] << ": shd " << ps["ShdPnd"] << " cgt " << ps["SigCgt"]
+          << " ign " << ps["SigIgn"] << "\n";
         DIR *t = opendir((dir + "/task").c_str());
         while (struct dirent *te = t ? readdir(t) : nullptr) {
             if (te->d_name[0] == '.')
                 continue;
             const std::string td = dir + "/task/" + te->d_name;
-            std::istringstream ts(read_all(td + "/status"));
-            std::string state, pnd, blk;
-            while (std::getline(ts, line)) {
-                if (!line.compare(0, 6, "State:")) state = line.substr(7, 1);
-                if (!line.compare(0, 7, "SigPnd:")) pnd = line.substr(8);
-                if (!line.compare(0, 7, "SigBlk:")) blk = line.substr(8);
-            }
-            o << "    " << te->d_name << " " << read_all(td + "/comm") << " " << state << " pnd " << pnd
-              << " blk " << blk << " in " << read_all(td + "/wchan") << "\n";
+            auto ts = status_of(td + "/status");
+            o << "    " << te->d_name << " " << ts["Name"] << " " << ts["State"].substr(0, 1) << " pnd "
+              << ts["SigPnd"] << " blk " << ts["SigBlk"] << " in " << read_all(td + "/wchan") << "\n";
         }
         if (t)
             closedir(t);
