@@ -8,6 +8,8 @@
  * and main after joining it, and threads after that (on every node), find
  * its changes.  The same for the locale (setlocale: mbstowcs of
  * UTF-8).
+ * The threads of each step start together, so that they are placed on
+ * nodes of their own.
  * RESULT ok=1 checks=N (check.h) */
 #include <dirent.h>
 #include <fcntl.h>
@@ -131,13 +133,28 @@ static void *after(void *arg)
     return NULL;
 }
 
+/* The threads of one run wait for each other before they start, so none
+ * ends before the last is placed: the master then places them on nodes of
+ * their own (the least loaded), whatever the timing of their creation. */
+static pthread_barrier_t started;
+static void *(*body)(void *);
+
+static void *start(void *arg)
+{
+    pthread_barrier_wait(&started);
+    return body(arg);
+}
+
 static void run(void *(*fn)(void *), int n)
 {
     pthread_t t[LOOKERS];
+    body = fn;
+    CHECK_EQ("barrier_init", pthread_barrier_init(&started, NULL, (unsigned)n), 0);
     for (int i = 0; i < n; i++)
-        CHECK_EQ("create", pthread_create(&t[i], NULL, fn, (void *)(intptr_t)i), 0);
+        CHECK_EQ("create", pthread_create(&t[i], NULL, start, (void *)(intptr_t)i), 0);
     for (int i = 0; i < n; i++)
         CHECK_EQ("join", pthread_join(t[i], NULL), 0);
+    CHECK_EQ("barrier_destroy", pthread_barrier_destroy(&started), 0);
 }
 
 int main(void)
