@@ -263,5 +263,32 @@ TEST(Launcher, KilledLauncherEndsTheRun)
     p.kill_all();
 }
 
+// The same for cables-run's whole process group killed (kill -9 -- -PGID,
+// as a scheduler or a script may): mpirun, in a group of its own, is sent
+// SIGTERM as the launcher's process that started it dies, and stops every
+// node.  (The run's directory is left: no process of cables-run is left to
+// remove it.)
+TEST(Launcher, KilledProcessGroupEndsTheRun)
+{
+    mn::Proc p;
+    ASSERT_TRUE(p.start(mn::cables_cmd(2, "shm", mn::prog("dead_node"))));
+    ASSERT_TRUE(p.wait_for([](const std::string &o) { return contains("\n" + o, "\nready\n"); }, 30))
+        << p.output();
+    const std::string files = mn::run_files(p.pid());
+    ASSERT_EQ(kill(-p.pid(), SIGKILL), 0);
+    const double until = mn::seconds_now() + 15;
+    std::vector<pid_t> left;
+    do {
+        usleep(100 * 1000);
+        left = mn::session_pids(p.pid());
+        left.erase(std::remove(left.begin(), left.end(), p.pid()), left.end()); // (not reaped)
+    } while (!left.empty() && mn::seconds_now() < until);
+    EXPECT_TRUE(left.empty()) << left.size() << " processes left 15 s after\n"
+                              << mn::signal_state(p.pid());
+    p.kill_all();
+    if (!files.empty())
+        mn::run({ "rm", "-rf", files });
+}
+
 INSTANTIATE_TEST_SUITE_P(Grid, DeadNode, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
 INSTANTIATE_TEST_SUITE_P(Grid, BadInput, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);

@@ -5,8 +5,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,7 +114,59 @@ Proc::~Proc()
         close(fd_);
 }
 
-bool Proc::start(const std::vector<std::string> &argv, const Env &env)
+bool Proc::start(const std::vector<std::string> &argv, const Env &env) { return launch(argv, env, false); }
+
+bool Proc::start_on_terminal(const std::vector<std::string> &argv, const Env &env)
+{
+    return launch(argv, env, true);
+}
+
+// (in the child of forkpty) the shell: the job in a group of its own, in
+// the foreground, as a shell with job control starts it; the shell ends
+// with the job's status
+[[noreturn]] static void terminal_shell(char *const argv[], char *const envp[])
+{
+    struct termios t;
+    if (tcgetattr(0, &t) == 0) {
+        t.c_oflag &= ~(tcflag_t)ONLCR;
+        t.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(0, TCSANOW, &t);
+    }
+    pid_t job = fork();
+    if (job == 0) {
+        setpgid(0, 0);
+        signal(SIGTTOU, SIG_IGN);
+        tcsetpgrp(0, getpid());
+        signal(SIGTTOU, SIG_DFL);
+        execvpe(argv[0], argv, envp);
+        _exit(127);
+    }
+    if (job < 0)
+        _exit(126);
+    setpgid(job, job);
+    tcsetpgrp(0, job);
+    for (;;) {
+        int st;
+        pid_t r = waitpid(job, &st, 0);
+        if (r == job)
+            _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        if (r < 0 && errno != EINTR)
+            _exit(125);
+    }
+}
+
+bool Proc::type(const std::string &s)
+{
+    return fd_ >= 0 && write(fd_, s.data(), s.size()) == (ssize_t)s.size();
+}
+
+bool Proc::resume()
+{
+    pid_t fg = fd_ >= 0 ? tcgetpgrp(fd_) : -1;
+    return fg > 0 && kill(-fg, SIGCONT) == 0;
+}
+
+bool Proc::launch(const std::vector<std::string> &argv, const Env &env, bool terminal)
 {
     for (size_t i = 0; i < argv.size(); i++)
         res_.command += (i ? " " : "") + argv[i];
@@ -138,6 +192,19 @@ bool Proc::start(const std::vector<std::string> &argv, const Env &env)
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
     t0_ = seconds_now();
+    if (terminal) {
+        close(p[0]);
+        close(p[1]);
+        close(devnull);
+        pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
+        if (pid_ == 0)
+            terminal_shell(cargv.data(), cenv.data());
+        if (pid_ < 0)
+            return false;
+        fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+        res_.started = true;
+        return true;
+    }
     pid_ = fork();
     if (pid_ < 0) {
         close(p[0]);

@@ -42,6 +42,15 @@ class Proc {
     ~Proc();
     // env: settings for the child; every other CABLES_* variable is removed.
     bool start(const std::vector<std::string> &argv, const Env &env = {});
+    // The same, as the foreground job of an interactive shell: on a
+    // terminal of its own (a pty, without echo, lines ending in "\n"), in a
+    // process group of its own, reaped by the harness's stand-in for the
+    // shell, which ends with the job's status (128 + N: killed by signal N).
+    bool start_on_terminal(const std::vector<std::string> &argv, const Env &env = {});
+    // Types s on that terminal ("\x1a": Ctrl-Z).
+    bool type(const std::string &s);
+    // As the shell's fg after Ctrl-Z: SIGCONT to the terminal's foreground group.
+    bool resume();
     // Reads output until pred(output) holds (true), the command exits or
     // timeout_s passes (false).
     bool wait_for(const std::function<bool(const std::string &)> &pred, double timeout_s);
@@ -54,6 +63,7 @@ class Proc {
     Result result() const { return res_; }
 
   private:
+    bool launch(const std::vector<std::string> &argv, const Env &env, bool terminal);
     void pump(int timeout_ms);
     void check_exit();
     void record(int wait_status); // the exit status, then finish()

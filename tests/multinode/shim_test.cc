@@ -483,7 +483,7 @@ static mn::Result drive(const std::vector<std::string> &argv)
         EXPECT_TRUE(wait_line(p, std::string("got ") + s.second))
             << s.second << "\n" << mn::signal_state(p.pid()) << p.output();
     }
-    EXPECT_EQ(kill(p.pid(), SIGTERM), 0);
+    EXPECT_EQ(kill(-p.pid(), SIGTERM), 0);
     bool ended = p.wait_exit(30);
     if (!ended)
         p.kill_all();
@@ -522,6 +522,55 @@ TEST_P(TerminalSignals, EndTheProgramWithoutHandlers)
     EXPECT_LE(res.end_time - t0, 10.0) << res.describe();
     EXPECT_EQ(res.output.find("cables-run:"), std::string::npos) << res.describe();
     EXPECT_EQ(res.output.find("RESULT"), std::string::npos) << res.describe();
+}
+
+// On a terminal, as an interactive shell's foreground job, the program
+// reads what is typed (its reader thread runs on node 1), Ctrl-Z stops it
+// and the shell's fg continues it, as the program run alone.  (mpirun runs
+// in a process group of its own: cables-run reads the terminal for it and
+// passes job control on to it.)
+static mn::Result drive_terminal(const std::vector<std::string> &argv)
+{
+    auto ticks = [](const std::string &o) {
+        size_t n = 0;
+        for (size_t at = o.find("\ntick "); at != std::string::npos; at = o.find("\ntick ", at + 1))
+            n++;
+        return n;
+    };
+    auto never = [](const std::string &) { return false; };
+    mn::Proc p;
+    EXPECT_TRUE(p.start_on_terminal(argv));
+    EXPECT_TRUE(wait_line(p, "ready")) << p.output();
+    EXPECT_TRUE(p.type("hello\n"));
+    EXPECT_TRUE(wait_line(p, "read: hello")) << p.output();
+    EXPECT_TRUE(p.wait_for([&](const std::string &o) { return ticks(o) >= 3; }, 30)) << p.output();
+    EXPECT_TRUE(p.type("\x1a"));
+    p.wait_for(never, 1); // (a tick on its way)
+    const size_t stopped = ticks(p.output());
+    p.wait_for(never, 1);
+    EXPECT_EQ(ticks(p.output()), stopped) << "ticks went on after Ctrl-Z\n" << p.output();
+    EXPECT_TRUE(p.resume());
+    EXPECT_TRUE(p.wait_for([&](const std::string &o) { return ticks(o) >= stopped + 3; }, 30))
+        << "no ticks after fg\n" << p.output();
+    EXPECT_TRUE(p.type("end\n"));
+    bool ended = p.wait_exit(30);
+    if (!ended)
+        p.kill_all();
+    EXPECT_TRUE(ended) << p.result().describe();
+    return p.result();
+}
+
+TEST_P(TerminalSignals, TerminalInputAndJobControl)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    mn::Result want = drive_terminal({ native("tests/posix/term_signals"), "terminal" });
+    auto w = mn::parse_result(want.output);
+    ASSERT_EQ(w["ok"], "1") << want.describe();
+    mn::Result res = drive_terminal(mn::cables_cmd(2, GetParam(), relinked("tests/posix/term_signals"), { "terminal" }));
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["lines"], w["lines"]) << res.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Shim, TerminalSignals, ::testing::Values("shm", "tcp"));

@@ -15,7 +15,12 @@
  *
  * "default": no handler; main prints "ready" and the threads sleep: the
  * first signal ends the program as it ends a process (the test expects
- * cables-run killed by it, without a word). */
+ * cables-run killed by it, without a word).
+ *
+ * "terminal": a thread reads lines from stdin (a terminal) and prints
+ * "read: LINE" for each, to "end"; another prints "tick N" every 50 ms
+ * till then (Ctrl-Z stops them, fg continues them).
+ * RESULT ok=1 lines=N */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -89,6 +94,39 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static int lines;
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\n")] = 0;
+        printf("read: %s\n", line);
+        fflush(stdout);
+        n++;
+        if (!strcmp(line, "end"))
+            break;
+    }
+    pthread_mutex_lock(&mu);
+    lines = n;
+    stop = 1;
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+static void *ticker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; !stopped(); i++) {
+        printf("tick %d\n", i);
+        fflush(stdout);
+        usleep(50000);
+    }
+    return NULL;
+}
+
 static int dfl(int sig)
 {
     struct sigaction a;
@@ -107,6 +145,16 @@ int main(int argc, char **argv)
         sleep(60);
         printf("RESULT ok=0 not ended by the signal\n");
         return 1;
+    }
+    if (argc > 1 && !strcmp(argv[1], "terminal")) {
+        pthread_create(&t[0], NULL, reader, NULL);
+        pthread_create(&t[1], NULL, ticker, NULL);
+        printf("ready\n");
+        fflush(stdout);
+        pthread_join(t[0], NULL);
+        pthread_join(t[1], NULL);
+        printf("RESULT ok=%d lines=%d\n", lines >= 2, lines);
+        return lines >= 2 ? 0 : 1;
     }
     struct sigaction sa = { .sa_handler = on_sig };
     sigemptyset(&sa.sa_mask);
