@@ -114,7 +114,10 @@ Proc::~Proc()
         close(fd_);
 }
 
-bool Proc::start(const std::vector<std::string> &argv, const Env &env) { return launch(argv, env, false); }
+bool Proc::start(const std::vector<std::string> &argv, const Env &env)
+{
+    return launch(argv, env, false);
+}
 
 bool Proc::start_on_terminal(const std::vector<std::string> &argv, const Env &env)
 {

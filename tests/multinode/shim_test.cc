@@ -573,6 +573,54 @@ TEST_P(TerminalSignals, TerminalInputAndJobControl)
     EXPECT_EQ(r["lines"], w["lines"]) << res.describe();
 }
 
+// Standard output is a terminal where cables-run's is, and only there, as
+// for the program alone: mpirun gave every node's a pseudo-terminal, so
+// isatty(1) was true and main's stdout line-buffered with the output
+// going into a pipe or a file.  Every line main printed arrives.
+class StdoutTty : public ::testing::TestWithParam<const char *> {};
+
+static size_t lines_of(const std::string &o, const std::string &prefix)
+{
+    size_t n = 0;
+    for (size_t at = o.find("\n" + prefix); at != std::string::npos; at = o.find("\n" + prefix, at + 1))
+        n++;
+    return n;
+}
+
+static void expect_stdout_as(const mn::Result &want, const mn::Result &res)
+{
+    auto w = mn::parse_result(want.output);
+    ASSERT_EQ(w["ok"], "1") << want.describe();
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    for (const char *k : { "tty_main", "tty_thread", "linebuf_main" })
+        EXPECT_EQ(r[k], w[k]) << k << "\n" << res.describe();
+    EXPECT_EQ(lines_of(res.output, "line main "), 2000u) << res.describe();
+}
+
+TEST_P(StdoutTty, AsTheProgramsAlone)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    // into a pipe
+    mn::Result want = mn::run({ native("tests/posix/stdout") });
+    EXPECT_EQ(mn::parse_result(want.output)["tty_main"], "0") << want.describe();
+    expect_stdout_as(want, mn::run_cables(2, GetParam(), relinked("tests/posix/stdout"), {}));
+    // on a terminal
+    auto on_terminal = [](const std::vector<std::string> &argv) {
+        mn::Proc p;
+        EXPECT_TRUE(p.start_on_terminal(argv));
+        if (!p.wait_exit(60))
+            p.kill_all();
+        return p.result();
+    };
+    want = on_terminal({ native("tests/posix/stdout") });
+    EXPECT_EQ(mn::parse_result(want.output)["tty_main"], "1") << want.describe();
+    expect_stdout_as(want, on_terminal(mn::cables_cmd(2, GetParam(), relinked("tests/posix/stdout"), {})));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, StdoutTty, ::testing::Values("shm", "tcp"));
+
 INSTANTIATE_TEST_SUITE_P(Shim, TerminalSignals, ::testing::Values("shm", "tcp"));
 
 // The program's output into a pipe that closes (| head -n 1) ends it as
