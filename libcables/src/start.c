@@ -163,7 +163,7 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
         }
     }
     setenv("OMPI_MCA_memory", "^patcher", 1);
-    cb_tty_as_launcher();
+    cb_stdout_as_launcher();
     app_main = main;
     /* the threads Open MPI, PMIx and UCX start in there inherit a mask
      * that takes no signal sent to the process: its handlers run on the

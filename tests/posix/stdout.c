@@ -1,40 +1,51 @@
 /* stdout: standard output is a terminal where the program's is, and only
- * there (isatty(1) in main and in a thread, which runs on another node),
- * and main's stdout is fully buffered on a file or a pipe, line-buffered
- * on a terminal, as the program's alone.  Main then prints LINES lines
- * and ends: the test counts that every one arrived.  (Only main prints
- * them: output of two nodes into one terminal or pipe is not kept in the
- * order of the program's, nor each line whole: see pthread_shim/README.md.)
- * RESULT ok=1 tty_main=T tty_thread=T linebuf_main=B */
+ * there (isatty(1) in main and in a thread, which runs on another node).
+ * Then THREADS threads (on as many nodes as there are) and main print
+ * LINES lines each, all at once, each line's number from a counter under
+ * a mutex: the lines must arrive whole, every one, in the counter's order
+ * (the test checks).
+ * RESULT ok=1 tty_main=T tty_thread=T lines=N */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
-#include <stdio_ext.h>
 #include <unistd.h>
 
-#define LINES 2000
+#define THREADS 3
+#define LINES 500 /* each */
 
 static int tty_thread;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int next; /* (mu) */
+
+static void print_lines(void)
+{
+    for (int i = 0; i < LINES; i++) {
+        pthread_mutex_lock(&mu);
+        printf("line %d\n", next++);
+        pthread_mutex_unlock(&mu);
+    }
+}
 
 static void *thread(void *arg)
 {
-    (void)arg;
-    tty_thread = isatty(1);
+    if (arg)
+        tty_thread = isatty(1);
+    print_lines();
     return NULL;
 }
 
 int main(void)
 {
     int tty_main = isatty(1);
-    printf("start\n"); /* (stdio decides the buffering at the first output) */
-    int linebuf = __flbf(stdout) != 0;
+    printf("start\n");
     fflush(stdout);
-    pthread_t t;
-    pthread_create(&t, NULL, thread, NULL);
-    pthread_join(t, NULL);
-    for (int i = 0; i < LINES; i++)
-        printf("line main %d\n", i);
-    printf("RESULT ok=%d tty_main=%d tty_thread=%d linebuf_main=%d\n", tty_main == tty_thread, tty_main,
-           tty_thread, linebuf);
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, thread, i == 0 ? &t : NULL);
+    print_lines();
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    printf("RESULT ok=%d tty_main=%d tty_thread=%d lines=%d\n", tty_main == tty_thread, tty_main, tty_thread,
+           next);
     return 0;
 }

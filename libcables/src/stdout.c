@@ -1,0 +1,159 @@
+/* stdout.c: the program's standard output is cables-run's.  mpirun gives
+ * each node process's standard output a pseudo-terminal of its own, which
+ * it reads and copies to its own: so a program whose output went to a file
+ * or a pipe found isatty(1) true (progress bars and colours written into
+ * the file) and its stdout line-buffered; a thread's lines printed before
+ * a join could come after what main printed after it (two nodes' output
+ * reached cables-run in the order mpirun read it); and mpirun cut lines
+ * where it read, putting another node's output inside a line (once in
+ * about 4000 lines that two nodes wrote at once).
+ *
+ * cables-run names where the nodes on its machine write (CABLES_STDOUT,
+ * with its machine's boot id and pid namespace in CABLES_STDOUT_AT): its
+ * own terminal, or a fifo of its run that a cat of its copies to its
+ * standard output in the order written.  Such a node opens it as its
+ * descriptor 1: every write of every node goes there as the write is
+ * made, whole (a pipe's writes up to PIPE_BUF are, a terminal's are), in
+ * the program's order.  A node on another machine (or where the open
+ * fails) keeps mpirun's, but where cables-run's output is no terminal
+ * (CABLES_TTY lacks 1), its descriptor 1 becomes a pipe that a helper
+ * process copies to mpirun's pseudo-terminal.  The helper is started by
+ * a child that ends at once (so it is not the program's child: wait()
+ * never sees it), holds only those two descriptors, blocks every signal,
+ * and ends when every writer of the pipe has closed it (the node's end,
+ * however it ends: nothing written is lost, and mpirun, which reads the
+ * pseudo-terminal to its end, sees it all before the node's end) or when
+ * mpirun no longer reads.  Each node's stdout (descriptor 1 is each
+ * node's own: pthread_shim/src/remote.c) is buffered by lines, also where
+ * it is no terminal (the program alone buffers it fully there): each
+ * node's stream is its own, and whole lines written as printed keep the
+ * program's order of lines across nodes (and a node other than the master
+ * ends without flushing its streams).
+ *
+ * Not done: standard error (through mpirun to cables-run, which filters
+ * mpirun's words out of it: a pipe where cables-run's is a terminal), and
+ * standard input (a pipe from mpirun). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* a fork past the shim's fork and libc's atfork handlers: the child makes
+ * system calls only */
+static pid_t raw_fork(void) { return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); }
+
+/* the helper: copies descriptor 0 to 1 until 0's writers have all closed
+ * it or 1 takes no more */
+static void helper_copy(void)
+{
+    static char buf[65536];
+    for (;;) {
+        ssize_t n = syscall(SYS_read, 0, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = syscall(SYS_write, 1, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                return;
+            off += w;
+        }
+    }
+}
+
+/* (the child of raw_fork) the helper, from a child that ends at once */
+static void helper(int from)
+{
+    sigset_t all;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(uint64_t));
+    pid_t g = raw_fork();
+    if (g != 0)
+        syscall(SYS_exit_group, g < 0);
+    /* from on 0, mpirun's pseudo-terminal on 1 as it is, nothing else open */
+    if (syscall(SYS_dup2, from, 0) < 0)
+        syscall(SYS_exit_group, 1);
+    if (syscall(SYS_close_range, 2, ~0u, 0) < 0)
+        for (int fd = 2; fd < 65536; fd++)
+            syscall(SYS_close, fd);
+    helper_copy();
+    syscall(SYS_exit_group, 0);
+}
+
+/* this machine's boot id and pid namespace, as cables-run writes them */
+static bool at_launcher(const char *at)
+{
+    char boot[64] = "";
+    struct stat st;
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, boot, sizeof boot - 1);
+        boot[n > 0 ? n : 0] = 0;
+        boot[strcspn(boot, "\n")] = 0;
+        close(fd);
+    }
+    if (!boot[0] || stat("/proc/self/ns/pid", &st))
+        return false;
+    char here[96];
+    snprintf(here, sizeof here, "%s %llu", boot, (unsigned long long)st.st_ino);
+    return !strcmp(here, at);
+}
+
+/* descriptor 1 the one cables-run named, if this node can open it */
+static bool launchers_stdout(void)
+{
+    const char *path = getenv("CABLES_STDOUT"), *at = getenv("CABLES_STDOUT_AT");
+    if (!path || !at || getenv("CABLES_TEST_STDOUT_APART") || !at_launcher(at))
+        return false;
+    /* (a fifo: ENXIO, not a wait, if its reader is gone) */
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    int fl = fcntl(fd, F_GETFL);
+    bool ok = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 && dup2(fd, 1) == 1;
+    close(fd);
+    return ok;
+}
+
+/* descriptor 1 a pipe to mpirun's, which the helper copies */
+static void pipe_to_mpirun(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC))
+        cb_die("cannot make the pipe for the program's standard output: %s", strerror(errno));
+    pid_t c = raw_fork();
+    if (c < 0)
+        cb_die("cannot start the helper for the program's standard output: %s", strerror(errno));
+    if (c == 0)
+        helper(p[0]);
+    int st = 0;
+    while (syscall(SYS_wait4, c, &st, 0, NULL) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+        cb_die("the helper for the program's standard output did not start");
+    if (dup2(p[1], 1) < 0)
+        cb_die("cannot give the program's standard output its pipe: %s", strerror(errno));
+    close(p[0]);
+    close(p[1]);
+}
+
+void cb_stdout_as_launcher(void)
+{
+    const char *tty = getenv("CABLES_TTY"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!tty || !rank)
+        return; /* not a node of cables-run's */
+    if (!launchers_stdout() && !strchr(tty, '1') && isatty(1))
+        pipe_to_mpirun();
+    if (!isatty(1))
+        setvbuf(stdout, NULL, _IOLBF, BUFSIZ);
+}
