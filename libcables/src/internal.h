@@ -442,6 +442,7 @@ bool cb_psig_poked(void);        /* the comm thread has work before it sleeps */
 void cb_psig_tick(bool readable);
 void cb_psig_replay(int k);
 void cb_psig_announce(void);    /* the master: where the launcher sends it signals */
+bool cb_launcher_var(const char *e); /* start.c: "NAME=value" is one of the launcher's */
 void cb_stdout_as_launcher(void); /* stdout.c: the nodes' stdout is cables-run's */
 const char *cb_boot_id(void);   /* node.c: this machine's boot id ("": unknown) */
 void cb_on_signal(const cb_msg_t *m, const void *p, size_t len);

@@ -127,6 +127,33 @@ static int cables_main(int argc, char **argv, char **envp)
     return cb_exit_status;
 }
 
+/* The launcher's variables: mpirun's and those cables-run passes the
+ * runtime.  They leave the environment once the node has started: the
+ * program alone has none of them, and a relinked program it starts
+ * (system, popen, posix_spawn, fork and exec) then starts alone, where
+ * before it took itself for a node of the run and failed in MPI_Init.
+ * (The exec family's own environments leave them out too: process.c.) */
+const char *const cb_launcher_env[] = { "OMPI_", "PMIX_", "CABLES_ASLR_OK=", "CABLES_RUN_INFO=",
+                                        "CABLES_SIGIGN=", "CABLES_TTY=", "CABLES_STDOUT=",
+                                        "CABLES_STDOUT_AT=", NULL };
+
+bool cb_launcher_var(const char *e)
+{
+    for (int i = 0; cb_launcher_env[i]; i++)
+        if (!strncmp(e, cb_launcher_env[i], strlen(cb_launcher_env[i])))
+            return true;
+    return false;
+}
+
+static void drop_launcher_env(void)
+{
+    char **out = environ;
+    for (char **e = environ; *e; e++)
+        if (!cb_launcher_var(*e))
+            *out++ = *e;
+    *out = NULL;
+}
+
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
                         void (*)(void), void *);
 
@@ -173,10 +200,13 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     pthread_sigmask(SIG_BLOCK, &procs, &was);
     cb_node_start(&argc, &argv);
     pthread_sigmask(SIG_SETMASK, &was, NULL);
-    if (cb.self != 0)
+    if (cb.self != 0) {
+        drop_launcher_env();
         cb_node_serve(); /* does not return; the program's destructors never run here */
+    }
     cb_thread_main_start();
     cb_psig_thread_start();
     cb_psig_announce();
+    drop_launcher_env();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -757,26 +757,18 @@ char *shim_strings_put(char *p, char *const v[], int n)
     return p;
 }
 
-static bool skipped(const char *s, const char *const skip[])
-{
-    for (int j = 0; skip && skip[j]; j++)
-        if (!strncmp(s, skip[j], strlen(skip[j])))
-            return true;
-    return false;
-}
-
-char **shim_private_copy(char *const v[], const char *const skip[])
+char **shim_private_copy(char *const v[], bool launchers)
 {
     int n = shim_count(v), k = 0;
     size_t len = ((size_t)n + 1) * sizeof(char *);
     for (int i = 0; i < n; i++)
-        len += skipped(v[i], skip) ? 0 : strlen(v[i]) + 1;
+        len += launchers && cb_launcher_var(v[i]) ? 0 : strlen(v[i]) + 1;
     char **c = __libc_malloc(len);
     if (!c)
         return NULL;
     char *p = (char *)(c + n + 1);
     for (int i = 0; i < n; i++)
-        if (!skipped(v[i], skip)) {
+        if (!(launchers && cb_launcher_var(v[i]))) {
             c[k++] = p;
             p = stpcpy(p, v[i]) + 1;
         }
@@ -795,8 +787,7 @@ static int exec_here(const char *file, char *const argv[], char *const envp[], b
     /* the arguments in private memory (the kernel reads them once the
      * runtime serves no page), and the new image no node of the run that
      * ended: the launcher's variables go (a relinked program starts alone) */
-    static const char *const launcher[] = { "OMPI_", "PMIX_", "CABLES_ASLR_OK=", NULL };
-    char **args = shim_private_copy(argv, NULL), **env = shim_private_copy(envp, launcher);
+    char **args = shim_private_copy(argv, false), **env = shim_private_copy(envp, true);
     if (!args || !env)
         return ENOMEM;
     cb_node_finish();

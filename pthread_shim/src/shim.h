@@ -151,7 +151,7 @@ void *shim_malloc(size_t n) __asm__("malloc");
  * (one block of libc's: __libc_free it), less the strings starting with
  * one of skip's prefixes; NULL where out of memory */
 int shim_count(char *const v[]);
-char **shim_private_copy(char *const v[], const char *const skip[]);
+char **shim_private_copy(char *const v[], bool launchers); /* launchers: less cb_launcher_var's */
 /* for a request: the bytes of n strings of v, each with its NUL; and them
  * copied at p one after the other (the end returned) */
 size_t shim_strings_len(char *const v[], int n);

@@ -249,7 +249,7 @@ long shim_spawn_exec(int64_t a[6], int *err)
             e = posix_spawnattr_setflags(&at, flags);
         /* the process's environment copied first: its strings may be in
          * the shared memory, which the child must not fault on */
-        char **env = !e && q.nenv < 0 ? shim_private_copy(environ, NULL) : envp;
+        char **env = !e && q.nenv < 0 ? shim_private_copy(environ, false) : envp;
         if (!e && !env)
             e = ENOMEM;
         pid_t pid = 0;
