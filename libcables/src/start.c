@@ -133,14 +133,14 @@ static int cables_main(int argc, char **argv, char **envp)
  * (system, popen, posix_spawn, fork and exec) then starts alone, where
  * before it took itself for a node of the run and failed in MPI_Init.
  * (The exec family's own environments leave them out too: process.c.) */
-const char *const cb_launcher_env[] = { "OMPI_", "PMIX_", "CABLES_ASLR_OK=", "CABLES_RUN_INFO=",
-                                        "CABLES_SIGIGN=", "CABLES_TTY=", "CABLES_STDOUT=",
-                                        "CABLES_STDOUT_AT=", NULL };
+static const char *const launcher_env[] = { "OMPI_", "PMIX_", "CABLES_ASLR_OK=", "CABLES_RUN_INFO=",
+                                     "CABLES_SIGIGN=", "CABLES_TTY=", "CABLES_STDOUT=",
+                                     "CABLES_STDOUT_AT=", NULL };
 
 bool cb_launcher_var(const char *e)
 {
-    for (int i = 0; cb_launcher_env[i]; i++)
-        if (!strncmp(e, cb_launcher_env[i], strlen(cb_launcher_env[i])))
+    for (int i = 0; launcher_env[i]; i++)
+        if (!strncmp(e, launcher_env[i], strlen(launcher_env[i])))
             return true;
     return false;
 }

@@ -94,19 +94,11 @@ static void helper(int from)
 /* this machine's boot id and pid namespace, as cables-run writes them */
 static bool at_launcher(const char *at)
 {
-    char boot[64] = "";
     struct stat st;
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, boot, sizeof boot - 1);
-        boot[n > 0 ? n : 0] = 0;
-        boot[strcspn(boot, "\n")] = 0;
-        close(fd);
-    }
-    if (!boot[0] || stat("/proc/self/ns/pid", &st))
+    if (!cb_boot_id()[0] || stat("/proc/self/ns/pid", &st))
         return false;
     char here[96];
-    snprintf(here, sizeof here, "%s %llu", boot, (unsigned long long)st.st_ino);
+    snprintf(here, sizeof here, "%s %llu", cb_boot_id(), (unsigned long long)st.st_ino);
     return !strcmp(here, at);
 }
 

@@ -237,19 +237,19 @@ TEST(Launcher, ThreadsPerNodeBogus)
                    { "CABLES_THREADS_PER_NODE='lots'" });
 }
 
-// cables-run killed by SIGKILL (a scheduler's kill, timeout -s KILL) ends
-// the run: mpirun and every node process end within 15 s, and the run's
-// files go (before: they ran on without it, and the files stayed in /tmp).
-TEST(Launcher, KilledLauncherEndsTheRun)
+// Starts a run of 2 nodes and kills cables-run, or its whole process
+// group, by SIGKILL: mpirun and every node process must end within 15 s.
+// The run's files (directory).
+static std::string kill_launcher(bool whole_group)
 {
     mn::Proc p;
-    ASSERT_TRUE(p.start(mn::cables_cmd(2, "shm", mn::prog("dead_node"))));
-    ASSERT_TRUE(p.wait_for([](const std::string &o) { return contains("\n" + o, "\nready\n"); }, 30))
+    EXPECT_TRUE(p.start(mn::cables_cmd(2, "shm", mn::prog("dead_node"))));
+    EXPECT_TRUE(p.wait_for([](const std::string &o) { return contains("\n" + o, "\nready\n"); }, 30))
         << p.output();
     const std::string files = mn::run_files(p.pid());
-    ASSERT_NE(files, "") << "no CABLES_RUN_INFO in the run's processes";
-    ASSERT_EQ(access(files.c_str(), F_OK), 0) << files;
-    ASSERT_EQ(kill(p.pid(), SIGKILL), 0);
+    EXPECT_NE(files, "") << "no CABLES_RUN_INFO in the run's processes";
+    EXPECT_EQ(access(files.c_str(), F_OK), 0) << files;
+    EXPECT_EQ(kill(whole_group ? -p.pid() : p.pid(), SIGKILL), 0);
     const double until = mn::seconds_now() + 15;
     std::vector<pid_t> left;
     do {
@@ -259,33 +259,27 @@ TEST(Launcher, KilledLauncherEndsTheRun)
     } while (!left.empty() && mn::seconds_now() < until);
     EXPECT_TRUE(left.empty()) << left.size() << " processes left 15 s after\n"
                               << mn::signal_state(p.pid());
-    EXPECT_NE(access(files.c_str(), F_OK), 0) << files << " is left";
     p.kill_all();
+    return files;
+}
+
+// cables-run killed by SIGKILL (a scheduler's kill, timeout -s KILL) ends
+// the run, and the run's files go (before: mpirun and the nodes ran on
+// without it, and the files stayed in /tmp).
+TEST(Launcher, KilledLauncherEndsTheRun)
+{
+    const std::string files = kill_launcher(false);
+    EXPECT_NE(access(files.c_str(), F_OK), 0) << files << " is left";
 }
 
 // The same for cables-run's whole process group killed (kill -9 -- -PGID,
 // as a scheduler or a script may): mpirun, in a group of its own, is sent
 // SIGTERM as the launcher's process that started it dies, and stops every
-// node.  (The run's directory is left: no process of cables-run is left to
-// remove it.)
+// node.  (The run's files are left: no process of cables-run is left to
+// remove them.)
 TEST(Launcher, KilledProcessGroupEndsTheRun)
 {
-    mn::Proc p;
-    ASSERT_TRUE(p.start(mn::cables_cmd(2, "shm", mn::prog("dead_node"))));
-    ASSERT_TRUE(p.wait_for([](const std::string &o) { return contains("\n" + o, "\nready\n"); }, 30))
-        << p.output();
-    const std::string files = mn::run_files(p.pid());
-    ASSERT_EQ(kill(-p.pid(), SIGKILL), 0);
-    const double until = mn::seconds_now() + 15;
-    std::vector<pid_t> left;
-    do {
-        usleep(100 * 1000);
-        left = mn::session_pids(p.pid());
-        left.erase(std::remove(left.begin(), left.end(), p.pid()), left.end()); // (not reaped)
-    } while (!left.empty() && mn::seconds_now() < until);
-    EXPECT_TRUE(left.empty()) << left.size() << " processes left 15 s after\n"
-                              << mn::signal_state(p.pid());
-    p.kill_all();
+    const std::string files = kill_launcher(true);
     if (!files.empty())
         mn::run({ "rm", "-rf", files });
 }
