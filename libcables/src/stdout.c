@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -112,8 +113,12 @@ static bool launchers_stdout(void)
     int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return false;
+    /* a terminal that stops a background process's writes (stty tostop):
+     * not from here, in a process group of mpirun's making */
+    struct termios t;
     int fl = fcntl(fd, F_GETFL);
-    bool ok = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 && dup2(fd, 1) == 1;
+    bool ok = fl >= 0 && !(tcgetattr(fd, &t) == 0 && (t.c_lflag & TOSTOP)) &&
+              fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 && dup2(fd, 1) == 1;
     close(fd);
     return ok;
 }

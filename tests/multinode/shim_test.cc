@@ -634,6 +634,16 @@ TEST_P(StdoutTty, AsTheProgramsAlone)
     want = on_terminal({ native(prog) });
     EXPECT_EQ(mn::parse_result(want.output)["tty_main"], "1") << want.describe();
     expect_stdout_as(want, on_terminal(mn::cables_cmd(4, GetParam(), relinked(prog), {})));
+    // a terminal that stops background writers (stty tostop): the nodes,
+    // each in a process group of mpirun's, write through mpirun (they
+    // stopped, and the run ended with a dead node)
+    std::vector<std::string> tostop = { "bash", "-c", "stty tostop && exec \"$0\" \"$@\"" };
+    for (auto &a : mn::cables_cmd(2, GetParam(), relinked(prog), {}))
+        tostop.push_back(a);
+    auto ts = on_terminal(tostop);
+    MN_EXPECT_RUN_OK(ts, t);
+    EXPECT_EQ(t["ok"], "1") << ts.describe();
+    EXPECT_EQ(t["tty_main"], "1") << ts.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Shim, StdoutTty, ::testing::Values("shm", "tcp"));
