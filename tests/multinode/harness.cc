@@ -400,10 +400,15 @@ Result run(const std::vector<std::string> &argv, const Env &env, double timeout_
         return r;
     }
     bool done = p.wait_exit(timeout_s);
-    if (!done)
+    std::string where; // at a timeout: where each thread of the run waits
+    if (!done) {
+        where = signal_state(p.pid());
         p.kill_all();
+    }
     Result r = p.result();
     r.timed_out = !done;
+    if (!done)
+        r.output += "\nharness: at the timeout, " + where;
     return r;
 }
 
