@@ -443,7 +443,8 @@ void cb_psig_tick(bool readable);
 void cb_psig_replay(int k);
 void cb_psig_announce(void);    /* the master: where the launcher sends it signals */
 bool cb_launcher_var(const char *e); /* start.c: "NAME=value" is one of the launcher's */
-void cb_stdout_as_launcher(void); /* stdout.c: the nodes' stdout is cables-run's */
+void cb_stdout_as_launcher(void); /* stdout.c: the nodes' stdout and stderr are cables-run's */
+int cb_mpirun_stderr(void);       /* mpirun's stderr, which cables-run reads (2 or a copy) */
 const char *cb_boot_id(void);   /* node.c: this machine's boot id ("": unknown) */
 void cb_on_signal(const cb_msg_t *m, const void *p, size_t len);
 void cb_fault_after_fork(void); /* the child's: its lock free */

@@ -934,8 +934,8 @@ void cb_node_finish(void)
      * program's 0 back (tools/cables-run) */
     int k = atomic_load(&spawn_stuck);
     if (cb.self == 0 && k >= 0 && cb_exit_status == 0) {
-        fprintf(stderr, "cables: node 0: the program ended (exit status 0) with the spawn of "
-                "node %d stuck; exit status %d ends mpirun\n", k, CB_EXIT_SPAWN_STUCK);
+        dprintf(cb_mpirun_stderr(), "cables: node 0: the program ended (exit status 0) with the spawn "
+                "of node %d stuck; exit status %d ends mpirun\n", k, CB_EXIT_SPAWN_STUCK);
         fflush(NULL);
         _exit(CB_EXIT_SPAWN_STUCK);
     }

@@ -30,9 +30,15 @@
  * program's order of lines across nodes (and a node other than the master
  * ends without flushing its streams).
  *
- * Not done: standard error (through mpirun to cables-run, which filters
- * mpirun's words out of it: a pipe where cables-run's is a terminal), and
- * standard input (a pipe from mpirun). */
+ * Standard error the same (CABLES_STDERR), but unbuffered and without
+ * the helper: cables-run's terminal, a fifo of its own, or "1" where it is
+ * cables-run's output too (2>&1: then the lines of both keep their order).
+ * Before, it went through mpirun: no terminal (isatty(2) false where
+ * cables-run's is one), and in another order than standard output.  The
+ * runtime's words for cables-run itself still go to mpirun's
+ * (cb_mpirun_stderr), which cables-run reads.
+ *
+ * Not done: standard input (a pipe from mpirun). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -103,23 +109,41 @@ static bool at_launcher(const char *at)
     return !strcmp(here, at);
 }
 
-/* descriptor 1 the one cables-run named, if this node can open it */
-static bool launchers_stdout(void)
+/* mpirun's standard error, where descriptor 2 went elsewhere */
+static int mpirun_err = 2;
+
+/* descriptor k copied onto fd (mpirun's error kept first) */
+static bool moved(int k, int fd)
 {
-    const char *path = getenv("CABLES_STDOUT"), *at = getenv("CABLES_STDOUT_AT");
+    if (fd == 2 && mpirun_err == 2) {
+        int m = fcntl(2, F_DUPFD_CLOEXEC, 256);
+        if (m < 0)
+            m = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (m < 0)
+            return false;
+        mpirun_err = m;
+    }
+    return dup2(k, fd) == fd;
+}
+
+/* descriptor fd (1 or 2) the file cables-run named (path), if this node
+ * can open it */
+static bool launchers(int fd, const char *path)
+{
+    const char *at = getenv("CABLES_STDOUT_AT");
     if (!path || !at || getenv("CABLES_TEST_STDOUT_APART") || !at_launcher(at))
         return false;
     /* (a fifo: ENXIO, not a wait, if its reader is gone) */
-    int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
+    int k = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (k < 0)
         return false;
     /* a terminal that stops a background process's writes (stty tostop):
      * not from here, in a process group of mpirun's making */
     struct termios t;
-    int fl = fcntl(fd, F_GETFL);
-    bool ok = fl >= 0 && !(tcgetattr(fd, &t) == 0 && (t.c_lflag & TOSTOP)) &&
-              fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 && dup2(fd, 1) == 1;
-    close(fd);
+    int fl = fcntl(k, F_GETFL);
+    bool ok = fl >= 0 && !(tcgetattr(k, &t) == 0 && (t.c_lflag & TOSTOP)) &&
+              fcntl(k, F_SETFL, fl & ~O_NONBLOCK) == 0 && moved(k, fd);
+    close(k);
     return ok;
 }
 
@@ -149,8 +173,19 @@ void cb_stdout_as_launcher(void)
     const char *tty = getenv("CABLES_TTY"), *rank = getenv("OMPI_COMM_WORLD_RANK");
     if (!tty || !rank)
         return; /* not a node of cables-run's */
-    if (!launchers_stdout() && !strchr(tty, '1') && isatty(1))
+    bool out = launchers(1, getenv("CABLES_STDOUT"));
+    if (!out && !strchr(tty, '1') && isatty(1))
         pipe_to_mpirun();
     if (!isatty(1))
         setvbuf(stdout, NULL, _IOLBF, BUFSIZ);
+    /* an error that is cables-run's output is this node's output */
+    const char *err = getenv("CABLES_STDERR");
+    if (err && !strcmp(err, "1")) {
+        if (out)
+            moved(1, 2);
+    } else {
+        launchers(2, err);
+    }
 }
+
+int cb_mpirun_stderr(void) { return mpirun_err; }

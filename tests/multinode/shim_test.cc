@@ -582,20 +582,23 @@ TEST_P(TerminalSignals, TerminalInputAndJobControl)
 // and cut lines where it read).
 class StdoutTty : public ::testing::TestWithParam<const char *> {};
 
-// "" if output has the lines "line 0" to "line N-1", in order, whole
-static std::string lines_in_order(const std::string &o, int n)
+// "" if output has the lines "line K" for K from 0 to n-1 with K % every
+// == of (every 1: all of them), in order, whole
+static std::string lines_in_order(const std::string &o, int n, int every = 1, int of = 0)
 {
     std::istringstream in(o);
     std::string l;
-    int want = 0;
+    int want = of, got = 0;
     while (std::getline(in, l)) {
         if (l.find("line ") == std::string::npos)
             continue;
         if (l != "line " + std::to_string(want))
             return "line " + std::to_string(want) + " expected, got '" + l + "'";
-        want++;
+        want += every;
+        got++;
     }
-    return want == n ? "" : std::to_string(want) + " lines of " + std::to_string(n);
+    int all = n / every + (n % every > of);
+    return got == all ? "" : std::to_string(got) + " lines of " + std::to_string(all);
 }
 
 static void expect_stdout_as(const mn::Result &want, const mn::Result &res)
@@ -604,11 +607,16 @@ static void expect_stdout_as(const mn::Result &want, const mn::Result &res)
     ASSERT_EQ(w["ok"], "1") << want.describe();
     MN_EXPECT_RUN_OK(res, r);
     EXPECT_EQ(r["ok"], "1") << res.describe();
-    for (const char *k : { "tty_main", "tty_thread", "lines" })
+    for (const char *k : { "tty_main", "tty_thread", "tty_err_main", "tty_err_thread", "lines" })
         EXPECT_EQ(r[k], w[k]) << k << "\n" << res.describe();
     EXPECT_EQ(lines_in_order(res.output, std::stoi(w["lines"])), "") << res.describe();
 }
 
+// Standard output and error (every fifth line, tests/posix/stdout.c) as
+// the program's alone: a terminal where that is one, the lines of all
+// nodes whole and in order, also where standard error is standard output
+// (2>&1: before, the error went through mpirun, out of order and never a
+// terminal)
 TEST_P(StdoutTty, AsTheProgramsAlone)
 {
     if (asan_heap())
@@ -621,8 +629,17 @@ TEST_P(StdoutTty, AsTheProgramsAlone)
     expect_stdout_as(want, mn::run_cables(4, GetParam(), relinked(prog), {}));
     auto apart = mn::run_cables(2, GetParam(), relinked(prog), {}, { { "CABLES_TEST_STDOUT_APART", "1" } });
     MN_EXPECT_RUN_OK(apart, a);
-    EXPECT_EQ(a["tty_main"], "0") << apart.describe();
-    EXPECT_EQ(a["tty_thread"], "0") << apart.describe();
+    for (const char *k : { "tty_main", "tty_thread", "tty_err_main", "tty_err_thread" })
+        EXPECT_EQ(a[k], "0") << k << "\n" << apart.describe();
+    // standard error alone into the pipe: its lines, in order
+    std::string only_err = "exec \"$0\" \"$@\" 2>&1 >/dev/null";
+    std::vector<std::string> cmd = { "bash", "-c", only_err };
+    for (auto &a : mn::cables_cmd(4, GetParam(), relinked(prog), {}))
+        cmd.push_back(a);
+    auto err = mn::run(cmd);
+    EXPECT_TRUE(err.ok()) << err.describe();
+    EXPECT_EQ(lines_in_order(err.output, std::stoi(mn::parse_result(want.output)["lines"]), 5, 4), "")
+        << err.describe();
     // on a terminal
     auto on_terminal = [](const std::vector<std::string> &argv) {
         mn::Proc p;
@@ -633,6 +650,7 @@ TEST_P(StdoutTty, AsTheProgramsAlone)
     };
     want = on_terminal({ native(prog) });
     EXPECT_EQ(mn::parse_result(want.output)["tty_main"], "1") << want.describe();
+    EXPECT_EQ(mn::parse_result(want.output)["tty_err_main"], "1") << want.describe();
     expect_stdout_as(want, on_terminal(mn::cables_cmd(4, GetParam(), relinked(prog), {})));
     // a terminal that stops background writers (stty tostop): the nodes,
     // each in a process group of mpirun's, write through mpirun (they

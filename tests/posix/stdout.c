@@ -1,10 +1,11 @@
-/* stdout: standard output is a terminal where the program's is, and only
- * there (isatty(1) in main and in a thread, which runs on another node).
- * Then THREADS threads (on as many nodes as there are) and main print
- * LINES lines each, all at once, each line's number from a counter under
- * a mutex: the lines must arrive whole, every one, in the counter's order
- * (the test checks).
- * RESULT ok=1 tty_main=T tty_thread=T lines=N */
+/* stdout: standard output and error are terminals where the program's
+ * are, and only there (isatty(1) and isatty(2) in main and in a thread,
+ * which runs on another node).  Then THREADS threads (on as many nodes as
+ * there are) and main print LINES lines each, all at once, each line's
+ * number from a counter under a mutex, every fifth on standard error
+ * (after a flush of standard output): the lines must arrive whole, every
+ * one, in the counter's order (the test checks).
+ * RESULT ok=1 tty_main=T tty_thread=T tty_err_main=T tty_err_thread=T lines=N */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 #define THREADS 3
 #define LINES 500 /* each */
 
-static int tty_thread;
+static int tty_thread, tty_err_thread;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int next; /* (mu) */
 
@@ -21,22 +22,29 @@ static void print_lines(void)
 {
     for (int i = 0; i < LINES; i++) {
         pthread_mutex_lock(&mu);
-        printf("line %d\n", next++);
+        if (next % 5 == 4) {
+            fflush(stdout);
+            fprintf(stderr, "line %d\n", next++);
+        } else {
+            printf("line %d\n", next++);
+        }
         pthread_mutex_unlock(&mu);
     }
 }
 
 static void *thread(void *arg)
 {
-    if (arg)
+    if (arg) {
         tty_thread = isatty(1);
+        tty_err_thread = isatty(2);
+    }
     print_lines();
     return NULL;
 }
 
 int main(void)
 {
-    int tty_main = isatty(1);
+    int tty_main = isatty(1), tty_err_main = isatty(2);
     printf("start\n");
     fflush(stdout);
     pthread_t t[THREADS];
@@ -45,7 +53,8 @@ int main(void)
     print_lines();
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    printf("RESULT ok=%d tty_main=%d tty_thread=%d lines=%d\n", tty_main == tty_thread, tty_main, tty_thread,
-           next);
+    printf("RESULT ok=%d tty_main=%d tty_thread=%d tty_err_main=%d tty_err_thread=%d lines=%d\n",
+           tty_main == tty_thread && tty_err_main == tty_err_thread, tty_main, tty_thread, tty_err_main,
+           tty_err_thread, next);
     return 0;
 }
