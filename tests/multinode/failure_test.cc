@@ -275,13 +275,17 @@ TEST(Launcher, KilledLauncherEndsTheRun)
 // The same for cables-run's whole process group killed (kill -9 -- -PGID,
 // as a scheduler or a script may): mpirun, in a group of its own, is sent
 // SIGTERM as the launcher's process that started it dies, and stops every
-// node.  (The run's files are left: no process of cables-run is left to
-// remove them.)
+// node.  The run's files are left (no process of cables-run is left to
+// remove them), and the next run removes them (before, they stayed).
 TEST(Launcher, KilledProcessGroupEndsTheRun)
 {
     const std::string files = kill_launcher(true);
-    if (!files.empty())
-        mn::run({ "rm", "-rf", files });
+    ASSERT_NE(files, "");
+    EXPECT_EQ(access(files.c_str(), F_OK), 0) << files << " is gone";
+    auto next = mn::run_cables(1, "shm", mn::prog("counter"), { "100", "1" });
+    EXPECT_TRUE(next.ok()) << next.describe();
+    EXPECT_NE(access(files.c_str(), F_OK), 0) << files << " is left after the next run";
+    mn::run({ "rm", "-rf", files });
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, DeadNode, ::testing::ValuesIn(mn::all_cfgs()), mn::cfg_name);
