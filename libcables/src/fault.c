@@ -628,7 +628,7 @@ static void to_program(int sig, siginfo_t *si, void *ucv)
     if (!cb_sig_is_handler(&a) || (!sent && cb_segv_blocked)) {
         libc_sigaction(SIGSEGV, &app_dfl, NULL);
         if (sent || si->si_code == SI_KERNEL) /* nothing to execute again */
-            syscall(SYS_tgkill, getpid(), gettid(), SIGSEGV);
+            syscall(SYS_tgkill, cb_pid(), gettid(), SIGSEGV);
         return;
     }
     if (a.sa_flags & SA_RESETHAND) /* unless another thread changed it meanwhile */
@@ -736,7 +736,7 @@ int cb_sigmask(int how, const sigset_t *set, sigset_t *old)
         *old = o;
     if (!now && segv_pending) {
         segv_pending = false;
-        syscall(SYS_tgkill, getpid(), gettid(), SIGSEGV);
+        syscall(SYS_tgkill, cb_pid(), gettid(), SIGSEGV);
     }
     return 0;
 }

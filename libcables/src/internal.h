@@ -18,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "cables.h"
 
@@ -446,6 +448,9 @@ bool cb_launcher_var(const char *e); /* start.c: "NAME=value" is one of the laun
 void cb_stdout_as_launcher(void); /* stdout.c: the nodes' stdout and stderr are cables-run's */
 int cb_mpirun_stderr(void);       /* mpirun's stderr, which cables-run reads (2 or a copy) */
 const char *cb_boot_id(void);   /* node.c: this machine's boot id ("": unknown) */
+/* this node process's id (getpid gives an application thread the
+ * master's: pthread_shim/src/process.c) */
+static inline pid_t cb_pid(void) { return (pid_t)syscall(SYS_getpid); }
 void cb_on_signal(const cb_msg_t *m, const void *p, size_t len);
 void cb_fault_after_fork(void); /* the child's: its lock free */
 int cb_fault(uint64_t p, bool write); /* 0, or -1 if not a shared page */

@@ -472,7 +472,7 @@ void cb_node_start(int *argc, char ***argv)
     if (cb.self != 0) /* before the thread that starts the program's threads here */
         cb_cxx_streams();
     cb_comm_start();
-    cb.pids[cb.self] = getpid();
+    cb.pids[cb.self] = cb_pid();
     gethostname(cb.hosts[cb.self], sizeof cb.hosts[0] - 1);
     atomic_store(&state[cb.self], NS_UP);
     size_t len;

@@ -220,7 +220,7 @@ static bool deliver_here(const siginfo_t *si)
     int s = si->si_signo;
     if (!(taken_here() & BIT(s)))
         return false;
-    if (syscall(SYS_rt_sigqueueinfo, getpid(), s, si) && errno == EAGAIN) {
+    if (syscall(SYS_rt_sigqueueinfo, cb_pid(), s, si) && errno == EAGAIN) {
         static bool said;
         if (!said)
             fprintf(stderr, "cables: node %d: signal %d sent to the process is dropped: the "
@@ -348,7 +348,9 @@ static void from_fd(const struct signalfd_siginfo *f, siginfo_t *si)
         si->si_pid = (pid_t)f->ssi_tid;
         si->si_uid = f->ssi_overrun;
     } else {
-        si->si_pid = (pid_t)f->ssi_pid;
+        /* sent by this node's thread: by the program, whose pid is the
+         * master's (pthread_shim/src/process.c) */
+        si->si_pid = (pid_t)f->ssi_pid == cb_pid() && cb.pids[0] > 0 ? cb.pids[0] : (pid_t)f->ssi_pid;
         si->si_uid = f->ssi_uid;
     }
     si->si_value.sival_ptr = (void *)(uintptr_t)f->ssi_ptr;
@@ -462,7 +464,7 @@ void cb_psig_announce(void)
     struct stat st;
     if (!cb_boot_id()[0] || stat("/proc/self/ns/pid", &st))
         return;
-    int len = snprintf(line, sizeof line, "%d %s %llu\n", (int)getpid(), cb_boot_id(),
+    int len = snprintf(line, sizeof line, "%d %s %llu\n", (int)cb_pid(), cb_boot_id(),
                        (unsigned long long)st.st_ino);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)

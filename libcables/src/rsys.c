@@ -329,7 +329,7 @@ static void interrupt(int src, uint64_t w)
     for (job_t *j = running; j && !gone; j = j->run_next)
         if (j->m.src == src && j->m.waiter == w) {
             atomic_store(&j->intr, true);
-            syscall(SYS_tgkill, getpid(), j->proxy, cb_rsig);
+            syscall(SYS_tgkill, cb_pid(), j->proxy, cb_rsig);
             break;
         }
     cb_mutex_unlock(&pool_mu);
@@ -346,7 +346,7 @@ void cb_rsys_tick(void)
     cb_mutex_lock(&pool_mu);
     for (job_t *j = running; j; j = j->run_next)
         if (atomic_load(&j->intr))
-            syscall(SYS_tgkill, getpid(), j->proxy, cb_rsig);
+            syscall(SYS_tgkill, cb_pid(), j->proxy, cb_rsig);
     cb_mutex_unlock(&pool_mu);
 }
 

@@ -493,7 +493,7 @@ static int top_run(cb_thr_t *thr, bool done, int op, uint64_t c, uint64_t d, con
     int rc = 0;
     switch (op) {
     case TOP_KILL: /* an ended thread not joined yet: there, no signal (glibc) */
-        if (!done && c && syscall(SYS_tgkill, getpid(), k, (int)c))
+        if (!done && c && syscall(SYS_tgkill, cb_pid(), k, (int)c))
             rc = errno == ESRCH ? 0 : errno; /* ending: its exit is on its way */
         break;
     case TOP_SIGQUEUE: {
@@ -501,10 +501,10 @@ static int top_run(cb_thr_t *thr, bool done, int op, uint64_t c, uint64_t d, con
         memset(&si, 0, sizeof si);
         si.si_signo = (int)c;
         si.si_code = SI_QUEUE;
-        si.si_pid = getpid();
+        si.si_pid = cb.multi && cb.pids[0] > 0 ? cb.pids[0] : cb_pid(); /* the program's */
         si.si_uid = getuid();
         si.si_value.sival_ptr = (void *)(uintptr_t)d;
-        if (syscall(SYS_rt_tgsigqueueinfo, getpid(), k, (int)c, &si))
+        if (syscall(SYS_rt_tgsigqueueinfo, cb_pid(), k, (int)c, &si))
             rc = errno;
         break;
     }

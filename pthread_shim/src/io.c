@@ -493,6 +493,8 @@ static bool open_has_mode(int flags)
         }                                                                    \
         if (shim_remote_fd(-1) && !shim_local_path(AT_FDCWD, path))          \
             return shim_rs_openat(AT_FDCWD, path, flags, mode);              \
+        char proc_[64];                                                      \
+        path = shim_proc_path(path, proc_, sizeof proc_);                    \
         if (!path_ours(path))                                                \
             return shim_local_opened(LIBC(name)(path, flags, mode));         \
         return shim_local_opened(RETRY(PATH(path), LIBC(name)(path, flags, mode))); \
@@ -512,6 +514,8 @@ OPEN(open64)
         }                                                                    \
         if (shim_remote_fd(dir == AT_FDCWD ? -1 : dir) && !shim_local_path(dir, path)) \
             return shim_rs_openat(dir, path, flags, mode);                   \
+        char proc_[64];                                                      \
+        path = shim_proc_path(path, proc_, sizeof proc_);                    \
         if (!path_ours(path))                                                \
             return shim_local_opened(LIBC(name)(dir, path, flags, mode));    \
         return shim_local_opened(RETRY(PATH(path), LIBC(name)(dir, path, flags, mode))); \
@@ -759,6 +763,8 @@ int utime(const char *path, const struct utimbuf *u)
     {                                                                        \
         if (shim_remote_fd(-1) && !shim_local_path(AT_FDCWD, path))          \
             return shim_rs_fopen(path, mode);                                \
+        char proc_[64];                                                      \
+        path = shim_proc_path(path, proc_, sizeof proc_);                    \
         if (!path_ours(path))                                                \
             return shim_local_stream(LIBC(name)(path, mode));                \
         FILE *f = NULL;                                                      \
@@ -1421,7 +1427,7 @@ EARLY_FN int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *nw
 {
     IN(struct rlimit, nw);
     OUT(struct rlimit, old);
-    int r = EARLY(prlimit)(pid, res, nw_k, old_k);
+    int r = EARLY(prlimit)(shim_pid(pid), res, nw_k, old_k);
     OUT_END(old, r == 0);
     return r;
 }
@@ -1480,11 +1486,11 @@ EARLY_FN static int pending_of(sigset_t *set)
 EARLY_FN int sigpending(sigset_t *set) { STORE_T(sigset_t, set, CALL) }
 #undef CALL
 
-#define CALL(x) EARLY(sched_getparam)(pid, x)
+#define CALL(x) EARLY(sched_getparam)(shim_pid(pid), x)
 EARLY_FN int sched_getparam(pid_t pid, struct sched_param *sp) { STORE_T(struct sched_param, sp, CALL) }
 #undef CALL
 
-#define CALL(x) EARLY(sched_rr_get_interval)(pid, x)
+#define CALL(x) EARLY(sched_rr_get_interval)(shim_pid(pid), x)
 EARLY_FN int sched_rr_get_interval(pid_t pid, struct timespec *t) { STORE_T(struct timespec, t, CALL) }
 #undef CALL
 
@@ -1517,7 +1523,7 @@ GETRES(getresgid, gid_t)
     copy_done(c, local);                                                     \
     return r;
 
-#define CALL(x) EARLY(sched_getaffinity)(pid, n, (cpu_set_t *)(x))
+#define CALL(x) EARLY(sched_getaffinity)(shim_pid(pid), n, (cpu_set_t *)(x))
 EARLY_FN int sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set) { STORE_N(set, n, CALL, r == 0) }
 #undef CALL
 #define CALL(x) EARLY(getgroups)(size, (gid_t *)(x))

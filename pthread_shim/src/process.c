@@ -10,9 +10,18 @@
  * they changed the calling node only: after main's chdir, a thread on
  * another node opened its relative paths where the program started.
  *
- * The process id stays the node process's: /proc/self, kill, tgkill and
- * the other calls that take one act on this node process, and getpid must
- * name the same (tests/posix/files checks /proc/self against it).
+ * The process id is the master's on every node: getpid gives a thread on
+ * any node what it gives main (and getppid what it gives there), as a
+ * process has one.  Before, each node's thread got its node process's, so
+ * a name made of it in main (a file, a directory) was another on a thread
+ * elsewhere, a pid a library kept to tell a fork (a pid that changed) said
+ * so there, and the sender a signal named was another than getpid.  The
+ * master's pid given back to a call that takes one (kill, sigqueue,
+ * tgkill, pidfd_open, the scheduling and priority calls, getpgid, getsid,
+ * process_vm_readv and _writev, /proc/PID opened) acts, on another node,
+ * on that node's process: the signal goes where it is taken as before, and
+ * the pid, which on another machine would name a stranger, is never used
+ * there.  /proc/self stays each node process's.
  *
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
@@ -26,7 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -73,6 +86,70 @@ void shim_std_moved(int fd)
      * next call (shim_remote_file) */
     if (shim_std_own(fd) && shared_change() && shim_std_ours())
         change(CB_PROC_STDIO, fd, NULL, NULL, NULL);
+}
+
+/* the master's pid is this thread's process's */
+EARLY_FN static bool masters_pid(void)
+{
+    return cb_app_thread && cb.multi && cb.self != 0 && !cb.forked && cb.pids[0] > 0;
+}
+
+EARLY_FN pid_t getpid(void) { return masters_pid() ? cb.pids[0] : EARLY(getpid)(); }
+
+/* the master's parent; in the child of a fork here, the master's pid for
+ * its parent's */
+pid_t getppid(void)
+{
+    if (masters_pid()) {
+        cb_rsys_t q = shim_rq(SYS_getppid, 0, 0, 0, 0, 0, 0);
+        return (pid_t)cb_rsys(&q);
+    }
+    pid_t p = REAL(getppid)();
+    return cb.forked && cb.self != 0 && cb.pids[0] > 0 && p == node_pid ? cb.pids[0] : p;
+}
+
+EARLY_FN pid_t shim_pid(pid_t pid) { return pid > 0 && pid == cb.pids[0] && masters_pid() ? node_pid : pid; }
+
+/* "/proc/PID..." of the master's pid: this node process's, in buf */
+const char *shim_proc_path(const char *path, char *buf, size_t size)
+{
+    if (strncmp(path, "/proc/", 6) || !masters_pid())
+        return path;
+    char *end;
+    long pid = strtol(path + 6, &end, 10);
+    if (end == path + 6 || pid != cb.pids[0] || (*end && *end != '/'))
+        return path;
+    return snprintf(buf, size, "/proc/%d%s", (int)node_pid, end) < (int)size ? buf : path;
+}
+
+/* calls that name a process by its pid */
+int tgkill(pid_t pid, pid_t tid, int sig) { return REAL(tgkill)(shim_pid(pid), tid, sig); }
+int pidfd_open(pid_t pid, unsigned int flags) { return REAL(pidfd_open)(shim_pid(pid), flags); }
+int sched_setscheduler(pid_t pid, int policy, const struct sched_param *p)
+{
+    return REAL(sched_setscheduler)(shim_pid(pid), policy, p);
+}
+int sched_getscheduler(pid_t pid) { return REAL(sched_getscheduler)(shim_pid(pid)); }
+int sched_setparam(pid_t pid, const struct sched_param *p) { return REAL(sched_setparam)(shim_pid(pid), p); }
+int setpriority(__priority_which_t which, id_t who, int prio)
+{
+    return REAL(setpriority)(which, which == PRIO_PROCESS ? (id_t)shim_pid((pid_t)who) : who, prio);
+}
+int getpriority(__priority_which_t which, id_t who)
+{
+    return REAL(getpriority)(which, which == PRIO_PROCESS ? (id_t)shim_pid((pid_t)who) : who);
+}
+pid_t getpgid(pid_t pid) { return REAL(getpgid)(shim_pid(pid)); }
+pid_t getsid(pid_t pid) { return REAL(getsid)(shim_pid(pid)); }
+ssize_t process_vm_readv(pid_t pid, const struct iovec *l, unsigned long nl, const struct iovec *r,
+                         unsigned long nr, unsigned long flags)
+{
+    return REAL(process_vm_readv)(shim_pid(pid), l, nl, r, nr, flags);
+}
+ssize_t process_vm_writev(pid_t pid, const struct iovec *l, unsigned long nl, const struct iovec *r,
+                          unsigned long nr, unsigned long flags)
+{
+    return REAL(process_vm_writev)(shim_pid(pid), l, nl, r, nr, flags);
 }
 
 int chdir(const char *path)

@@ -130,6 +130,8 @@ void shim_std_moved(int fd);
 /* the calling process is the node process (not a fork or vfork child) */
 bool shim_std_ours(void);
 bool shim_local_path(int dir, const char *path); /* a path of /proc or /sys */
+pid_t shim_pid(pid_t pid); /* process.c: the master's pid, which a program names, here */
+const char *shim_proc_path(const char *path, char *buf, size_t size); /* /proc/PID: here */
 /* a call on path relative to dir is made at the master (io.c: the file
  * system is the master's) */
 static inline bool shim_master_path(int dir, const char *path)

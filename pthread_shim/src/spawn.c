@@ -383,6 +383,7 @@ static bool spawned_there(pid_t pid)
 
 int kill(pid_t pid, int sig)
 {
+    pid = shim_pid(pid);
     if (!spawned_there(pid))
         return REAL(kill)(pid, sig);
     cb_rsys_t q = shim_rq(SYS_kill, pid, sig, 0, 0, 0, 0);
@@ -392,13 +393,14 @@ int kill(pid_t pid, int sig)
 /* sigqueue's: the kernel takes a queued signal's record from any sender */
 int sigqueue(pid_t pid, int sig, const union sigval value)
 {
+    pid = shim_pid(pid);
     if (!spawned_there(pid))
         return REAL(sigqueue)(pid, sig, value);
     siginfo_t info;
     memset(&info, 0, sizeof info);
     info.si_signo = sig;
     info.si_code = SI_QUEUE;
-    info.si_pid = (pid_t)syscall(SYS_getpid);
+    info.si_pid = getpid(); /* the program's */
     info.si_uid = getuid();
     info.si_value = value;
     cb_rsys_t q = shim_rq(SYS_rt_sigqueueinfo, pid, sig, P(&info), 0, 0, 0);

@@ -352,6 +352,7 @@ long sysconf(int name)
  * onto its node's (cb_cpus_fold) */
 int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 {
+    pid = shim_pid(pid);
     if (!cb_app_thread || (pid != 0 && pid != gettid()) || size > CPU_ALLOC_SIZE(4096))
         return REAL(sched_setaffinity)(pid, size, set);
     uint8_t copy[CPU_ALLOC_SIZE(4096)];

@@ -153,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(Separate, MachinesPosix,
                          ::testing::Values("threads", "mutex", "cond", "barrier",
                                            "rwlock_spin_sem", "heap", "heap_reuse", "io",
                                            "syscalls", "thread_ops", "files", "mmaps", "rand",
-                                           "process", "paths", "fork", "exec", "spawn", "redirect", "sigsegv"),
+                                           "process", "paths", "fork", "exec", "spawn", "redirect", "sigsegv", "pid"),
                          [](const ::testing::TestParamInfo<const char *> &i) {
                              return std::string(i.param);
                          });

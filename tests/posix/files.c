@@ -75,12 +75,17 @@ static void *worker(void *arg)
     CHECK_EQ("w_statx_dirfd", statx(dfd, "a", 0, STATX_SIZE, &sx), 0);
     CHECK_EQ("w_statx_size", (long)sx.stx_size, 20);
     CHECK_EQ("w_close_dir", close(dfd), 0);
-    /* /proc/self is the thread's own process (on 2 nodes: its node's) */
+    /* /proc/self is the thread's own process (on 2 nodes: its node's, the
+     * one /proc/thread-self names with the thread; getpid is main's,
+     * tests/posix/pid.c) */
     FILE *ps = fopen("/proc/self/stat", "r");
-    int pid = 0;
-    CHECK("w_proc_self", ps && fscanf(ps, "%d", &pid) == 1 && pid == getpid());
+    int pid = 0, tgid = -1, tid = -1;
+    char ts[64] = "";
+    CHECK("w_proc_self", ps && fscanf(ps, "%d", &pid) == 1);
     if (ps)
         fclose(ps);
+    CHECK_GT("w_proc_thread_self", readlink("/proc/thread-self", ts, sizeof ts - 1), 0);
+    CHECK("w_proc_thread_self_ids", sscanf(ts, "%d/task/%d", &tgid, &tid) == 2 && tgid == pid && tid == gettid());
     /* a stream main opened */
     for (int i = 0; i < LINES; i++)
         fprintf(f_main, "line %d of the worker\n", i);
