@@ -7,6 +7,8 @@
  * every node (a function pointer means the same thing everywhere). */
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
@@ -157,12 +159,31 @@ static void drop_launcher_env(void)
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
                         void (*)(void), void *);
 
+/* Descriptors 0, 1 and 2 closed at the start (<&-, >&-, 2>&-) get
+ * /dev/null, before the runtime opens anything: its files took those
+ * numbers, and the program's writes to stderr went into the store that
+ * backs the shared memory (it died of SIGSEGV).  The program's writes
+ * there succeed and go nowhere, where alone they failed with EBADF. */
+static void std_fds_open(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int k = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (k >= 0 && k != fd) {
+            dup2(k, fd);
+            close(k);
+        }
+    }
+}
+
 /* The node starts before the program's constructors, which then run on
  * the master only, as application code: what they allocate and write is
  * shared.  The other nodes serve from here and never run them. */
 int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
                       void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
 {
+    std_fds_open();
     start_fn real = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
     if (!real)
         cb_die("cannot find libc's __libc_start_main");

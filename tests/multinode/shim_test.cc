@@ -668,6 +668,42 @@ INSTANTIATE_TEST_SUITE_P(Shim, StdoutTty, ::testing::Values("shm", "tcp"));
 
 INSTANTIATE_TEST_SUITE_P(Shim, TerminalSignals, ::testing::Values("shm", "tcp"));
 
+// A standard descriptor closed when the program starts (<&-, >&-, 2>&-):
+// the program runs as alone, with cables-run at 2 nodes and relinked alone
+// (one node).  Before, cables-run ended at once with "Bad file
+// descriptor" (stdin or stdout closed) or killed by SIGPIPE (stderr), and
+// the relinked program alone died of SIGSEGV: the runtime's store, which
+// backs the shared memory, took the free descriptor, and stderr's lines
+// went into it.
+TEST(StandardDescriptors, ClosedAsAlone)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const std::string prog = "tests/posix/stdout";
+    for (const std::string closed : { "<&-", ">&-", "2>&-" }) {
+        const std::string tail = " " + closed + "; echo status=$? >&3";
+        std::vector<std::string> how = { native(prog), relinked(prog),
+                                         mn::launcher() + " -n 2 -- " + relinked(prog) };
+        for (const std::string &cmd : how) {
+            auto res = mn::run({ "bash", "-c", "exec 3>&1; " + cmd + tail });
+            const std::string &o = res.output;
+            EXPECT_TRUE(res.ok()) << closed << "\n" << res.describe();
+            EXPECT_NE(o.find("status=0\n"), std::string::npos) << closed << "\n" << res.describe();
+            if (closed == ">&-") { // standard error only
+                EXPECT_EQ(o.find("RESULT"), std::string::npos) << res.describe();
+                EXPECT_EQ(lines_in_order(o, 2000, 5, 4), "") << res.describe(); // (4 x 500 lines)
+                continue;
+            }
+            EXPECT_NE(o.find("RESULT ok=1 "), std::string::npos) << closed << "\n" << res.describe();
+            if (closed == "<&-")
+                EXPECT_EQ(lines_in_order(o, 2000), "") << res.describe();
+            else // standard output only
+                EXPECT_TRUE(o.find("line 3\n") != std::string::npos && o.find("line 4\n") == std::string::npos)
+                    << res.describe();
+        }
+    }
+}
+
 // The program's output into a pipe that closes (| head -n 1) ends it as
 // it ends a process: killed by SIGPIPE, whichever node's thread printed,
 // without a word from mpirun (before: status 1 and mpirun's "SIGPIPE
