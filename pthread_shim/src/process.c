@@ -15,13 +15,15 @@
  * process has one.  Before, each node's thread got its node process's, so
  * a name made of it in main (a file, a directory) was another on a thread
  * elsewhere, a pid a library kept to tell a fork (a pid that changed) said
- * so there, and the sender a signal named was another than getpid.  The
- * master's pid given back to a call that takes one (kill, sigqueue,
- * tgkill, pidfd_open, the scheduling and priority calls, getpgid, getsid,
- * process_vm_readv and _writev, /proc/PID opened) acts, on another node,
- * on that node's process: the signal goes where it is taken as before, and
- * the pid, which on another machine would name a stranger, is never used
- * there.  /proc/self stays each node process's.
+ * so there, and the sender a signal named was another than getpid.  That
+ * pid given to a call that takes one (kill, sigqueue, tgkill, pidfd_open,
+ * prlimit, the scheduling and priority calls, getpgid, getsid,
+ * process_vm_readv and _writev, /proc/PID opened) names the calling node's
+ * process, as before (a signal goes where it is taken, and getpgid(getpid())
+ * is getpgrp()): on another machine the master's pid would name a
+ * stranger, or nothing.  Not where a child or thread of that node has the
+ * number (on another machine one may).  /proc/self stays each node
+ * process's.
  *
  * A run without the launcher (one process) and the runtime's own threads
  * get libc's calls unchanged. */
@@ -108,16 +110,28 @@ pid_t getppid(void)
     return cb.forked && cb.self != 0 && cb.pids[0] > 0 && p == node_pid ? cb.pids[0] : p;
 }
 
-EARLY_FN pid_t shim_pid(pid_t pid) { return pid > 0 && pid == cb.pids[0] && masters_pid() ? node_pid : pid; }
+/* the master's pid, given by getpid on this node, where no child or
+ * thread of this node has that number (on another machine one may) */
+EARLY_FN static bool masters_pid_given(pid_t pid)
+{
+    if (pid <= 0 || pid != cb.pids[0] || !masters_pid() || shim_is_own_child(pid))
+        return false;
+    int e = errno;
+    bool thread_here = syscall(SYS_tgkill, node_pid, pid, 0) == 0;
+    errno = e;
+    return !thread_here;
+}
 
-/* "/proc/PID..." of the master's pid: this node process's, in buf */
+EARLY_FN pid_t shim_pid(pid_t pid) { return masters_pid_given(pid) ? node_pid : pid; }
+
+/* "/proc/PID..." of that pid: this node process's, in buf */
 const char *shim_proc_path(const char *path, char *buf, size_t size)
 {
-    if (strncmp(path, "/proc/", 6) || !masters_pid())
+    if (!masters_pid() || !path || strncmp(path, "/proc/", 6))
         return path;
     char *end;
     long pid = strtol(path + 6, &end, 10);
-    if (end == path + 6 || pid != cb.pids[0] || (*end && *end != '/'))
+    if (end == path + 6 || (*end && *end != '/') || !masters_pid_given((pid_t)pid))
         return path;
     return snprintf(buf, size, "/proc/%d%s", (int)node_pid, end) < (int)size ? buf : path;
 }

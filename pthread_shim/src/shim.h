@@ -147,6 +147,7 @@ long shim_dir_exec(int64_t op, int64_t a[6], int *err);
 enum { SHIM_RS_SPAWN = CB_RSYS_LIB + 0x200 };
 long shim_spawn_exec(int64_t a[6], int *err);
 void shim_own_child(pid_t pid); /* this node's fork made child pid */
+bool shim_is_own_child(pid_t pid); /* spawn.c: a child of this node's fork */
 /* the program's malloc (heap.c), for what the program frees */
 void *shim_malloc(size_t n) __asm__("malloc");
 /* process.c: the strings of a NULL-ended vector; a private copy of one

@@ -281,6 +281,7 @@ out:
 static shim_set_t own_children = SHIM_SET_INIT;
 
 void shim_own_child(pid_t pid) { shim_set_add(&own_children, (void *)(intptr_t)pid); }
+bool shim_is_own_child(pid_t pid) { return shim_set_has(&own_children, (void *)(intptr_t)pid, false); }
 
 /* a call of another node's application thread, made at the master */
 static bool to_master(void)
