@@ -668,9 +668,12 @@ static void send_freed(freed_t *f, size_t n)
 }
 
 __thread int cb_syncing CB_TLS;
+void (*cb_release_hook)(void);
 
 void cb_release(void)
 {
+    if (cb_release_hook && cb_app_thread)
+        cb_release_hook();
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
     cb_mutex_lock(&freed_mu); /* those queued before this release began */

@@ -542,6 +542,9 @@ void cb_rsys_init(void);
 void cb_rsys_tick(void); /* master, comm thread: interrupts not yet met sent again */
 /* the shim's operations, made at the master (set by the shim) */
 extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
+/* hlrc.c: called by an application thread's release before its writes
+ * go (pthread_shim: what its node's stdout holds goes out) */
+extern void (*cb_release_hook)(void);
 void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);
 /* What a process has once, so every node process alike (proc.c): signal
  * dispositions, the working directory, the file mode mask, the environment

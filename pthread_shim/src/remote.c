@@ -1447,4 +1447,23 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     return r;
 }
 
-__attribute__((constructor)) static void remote_init(void) { cb_rsys_lib = lib_exec; }
+/* At a release, what this node's stdout holds goes out (a part of a line,
+ * or a buffer's worth where it is no terminal): what a thread printed
+ * before it then comes before what a thread of another node prints after
+ * its acquire (an unlock, a barrier, its end before a join), as in one
+ * process's one buffer.  Before, a line begun without its end stayed in
+ * its node's buffer, to come out after the program's last words (at that
+ * node's end), or never.  (Glibc's FILE: its write pointers tell what it
+ * holds, read without its lock; a stdout moved to the master holds
+ * nothing here.) */
+static void flush_own_stdout(void)
+{
+    if (cb.multi && stdout->_IO_write_ptr > stdout->_IO_write_base)
+        REAL(fflush)(stdout);
+}
+
+__attribute__((constructor)) static void remote_init(void)
+{
+    cb_rsys_lib = lib_exec;
+    cb_release_hook = flush_own_stdout;
+}

@@ -610,6 +610,9 @@ static void expect_stdout_as(const mn::Result &want, const mn::Result &res)
     for (const char *k : { "tty_main", "tty_thread", "tty_err_main", "tty_err_thread", "lines" })
         EXPECT_EQ(r[k], w[k]) << k << "\n" << res.describe();
     EXPECT_EQ(lines_in_order(res.output, std::stoi(w["lines"])), "") << res.describe();
+    // each thread's part of a line before main's end of it
+    for (const char *t : { "tail0 ", "tail1 ", "tail2 " })
+        EXPECT_LT(res.output.find(t), res.output.find("\nRESULT ")) << t << "\n" << res.describe();
 }
 
 // Standard output and error (every fifth line, tests/posix/stdout.c) as
