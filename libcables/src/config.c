@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -111,6 +112,56 @@ static int either(const char *s, const char *yes, const char *no, bool *out)
     return 0;
 }
 
+/* The address space a node may reserve: cables-run's limit
+ * (CABLES_AS_LIMIT, the same for every node: ulimit -v) or this process's
+ * (RLIMIT_AS); 0: none */
+static uint64_t as_limit(void)
+{
+    const char *v = env("CABLES_AS_LIMIT");
+    size_t n;
+    if (v) {
+        if (cb_parse_size(v, &n) || n == 0)
+            cb_die("CABLES_AS_LIMIT='%s' is not a size (cables-run sets it: its ulimit -v)", v);
+        return n;
+    }
+    struct rlimit r;
+    return getrlimit(RLIMIT_AS, &r) || r.rlim_cur == RLIM_INFINITY ? 0 : r.rlim_cur;
+}
+
+/* A node reserves three views of the GAS (the application's, the
+ * protocol's, the twins'), the libraries' window and the rest of a
+ * process (MPI, UCX, stacks: AS_REST), address space only, touched pages
+ * alone take memory.  Under a limit of it (ulimit -v, as batch systems
+ * set) the defaults (64G each) fit: the window an eighth of it (up to
+ * 64G), the GAS a third of what is left (up to 64G).  Before, a run under
+ * any limit below 260G failed to map the GAS. */
+#define AS_REST (512ull << 20)
+#define AS_MIN_GAS (128ull << 20)
+static void fit_address_space(cb_config_t *c, bool gas_given)
+{
+    c->libs_size = 64ull << 30;
+    uint64_t lim = as_limit();
+    if (!lim)
+        return;
+    const uint64_t unit = 1u << 20;
+    uint64_t budget = lim > AS_REST ? lim - AS_REST : 0;
+    uint64_t libs = budget / 8 / unit * unit;
+    c->libs_size = libs < c->libs_size ? libs : c->libs_size;
+    uint64_t room = (budget - c->libs_size) / 3;
+    if (!gas_given) {
+        uint64_t gas = room / c->page_size * c->page_size;
+        c->gas_size = gas < c->gas_size ? gas : c->gas_size;
+    }
+    if (c->gas_size < AS_MIN_GAS || c->gas_size > room)
+        cb_die("the address space limit of %llu MiB (ulimit -v) leaves %llu MiB for the global "
+               "address space (CABLES_GAS_SIZE%s%llu MiB; a node reserves three times it, %llu MiB "
+               "for libraries and %llu MiB for the rest; at least %llu MiB): raise the limit%s",
+               (unsigned long long)(lim >> 20), (unsigned long long)(room >> 20),
+               gas_given ? " asks " : " would be ", (unsigned long long)(c->gas_size >> 20),
+               (unsigned long long)(c->libs_size >> 20), (unsigned long long)(AS_REST >> 20),
+               (unsigned long long)(AS_MIN_GAS >> 20), gas_given ? " or lower CABLES_GAS_SIZE" : "");
+}
+
 void cb_config_load(cb_config_t *c)
 {
     const char *v;
@@ -132,6 +183,7 @@ void cb_config_load(cb_config_t *c)
                    "(up to 16M)", v, os_page);
     }
     c->gas_size = (c->gas_size + c->page_size - 1) / c->page_size * c->page_size;
+    fit_address_space(c, env("CABLES_GAS_SIZE") != NULL);
     c->stack_size = 8u << 20;
     if ((v = env("CABLES_STACK_SIZE"))) {
         if (cb_parse_size(v, &c->stack_size) || c->stack_size < (64u << 10) ||

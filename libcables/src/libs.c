@@ -42,7 +42,7 @@
 
 #include "internal.h"
 
-#define LIBS_SIZE (64ull << 30)
+#define LIBS_SIZE cb.cfg.libs_size /* 64G, less under an address space limit */
 #define LIBS_BASE (CB_GAS_BASE - LIBS_SIZE)
 #define LIBS_HOLE (1ull << 30) /* the most one load may take in the window */
 #define MAX_OBJS 64            /* objects one load may add */

@@ -68,6 +68,7 @@ int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len);
 /* config.c */
 typedef struct {
     size_t gas_size, page_size, stack_size;
+    size_t libs_size; /* the window dlopen's libraries load into (libs.c) */
     cables_policy_t policy;
     int policy_node;
     bool stats;

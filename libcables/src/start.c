@@ -137,7 +137,7 @@ static int cables_main(int argc, char **argv, char **envp)
  * (The exec family's own environments leave them out too: process.c.) */
 static const char *const launcher_env[] = { "OMPI_", "PMIX_", "CABLES_ASLR_OK=", "CABLES_RUN_INFO=",
                                      "CABLES_SIGIGN=", "CABLES_TTY=", "CABLES_STDOUT=",
-                                     "CABLES_STDOUT_AT=", "CABLES_STDERR=", NULL };
+                                     "CABLES_STDOUT_AT=", "CABLES_STDERR=", "CABLES_AS_LIMIT=", NULL };
 
 bool cb_launcher_var(const char *e)
 {

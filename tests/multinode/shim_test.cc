@@ -707,6 +707,37 @@ TEST(StandardDescriptors, ClosedAsAlone)
     }
 }
 
+// Under an address space limit (ulimit -v, as batch systems set) the
+// program runs as alone: each node's reservations (three views of the
+// GAS, the libraries' window) fit in it, at 2 nodes and alone (before, any
+// limit below about 260G ended the run: "cannot map the protocol view");
+// a CABLES_GAS_SIZE that does not fit is refused naming the limit.
+TEST(AddressSpaceLimit, ProgramRunsUnderIt)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer reserves more address space than any such limit";
+    const std::string limit = "ulimit -v 3000000 && exec \"$0\" \"$@\"";
+    auto under = [&](std::vector<std::string> cmd, mn::Env env = {}) {
+        cmd.insert(cmd.begin(), { "bash", "-c", limit });
+        return mn::run(cmd, env, 60);
+    };
+    const std::vector<std::string> args = { "2000000", "4" };
+    auto want = under({ native("apps/primes"), "2000000", "4" });
+    auto w = mn::parse_result(want.output);
+    ASSERT_EQ(w["ok"], "1") << want.describe();
+    auto alone = under({ relinked("apps/primes"), "2000000", "4" });
+    EXPECT_EQ(mn::parse_result(alone.output), w) << alone.describe();
+    for (const char *t : { "shm", "tcp" }) {
+        auto res = under(mn::cables_cmd(2, t, relinked("apps/primes"), args));
+        EXPECT_EQ(mn::parse_result(res.output), w) << res.describe();
+    }
+    auto big = under(mn::cables_cmd(2, "shm", relinked("apps/primes"), args), { { "CABLES_GAS_SIZE", "64G" } });
+    EXPECT_FALSE(big.timed_out) << big.describe();
+    EXPECT_TRUE(big.exited && big.exit_code == 2) << big.describe();
+    EXPECT_NE(big.output.find("(ulimit -v)"), std::string::npos) << big.describe();
+    EXPECT_NE(big.output.find("lower CABLES_GAS_SIZE"), std::string::npos) << big.describe();
+}
+
 // The program's output into a pipe that closes (| head -n 1) ends it as
 // it ends a process: killed by SIGPIPE, whichever node's thread printed,
 // without a word from mpirun (before: status 1 and mpirun's "SIGPIPE

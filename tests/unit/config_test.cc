@@ -86,7 +86,8 @@ protected:
                                             "CABLES_MAX_NODES", "CABLES_REFRESH", "CABLES_BIND",
                                             "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC", "CABLES_QUIET",
                                             "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES", "CABLES_STORE_AHEAD",
-                                            "CABLES_ATTACH_TIMEOUT", "CABLES_TEST_SPAWN_STALL"};
+                                            "CABLES_ATTACH_TIMEOUT", "CABLES_TEST_SPAWN_STALL",
+                                            "CABLES_AS_LIMIT"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -105,6 +106,7 @@ TEST_F(ConfigLoad, Defaults)
     setenv("CABLES_STATS", "", 1);  // empty counts as unset
     cb_config_t c = Load();
     EXPECT_EQ(c.gas_size, 64ull << 30);
+    EXPECT_EQ(c.libs_size, 64ull << 30);
     EXPECT_EQ(c.page_size, os_page);
     EXPECT_EQ(c.policy, CABLES_POLICY_FIRST_TOUCH);
     EXPECT_EQ(c.policy_node, 0);
@@ -208,6 +210,43 @@ TEST_F(ConfigLoad, GasSizeRoundsUpToPages)
 {
     setenv("CABLES_GAS_SIZE", std::to_string(os_page + 1).c_str(), 1);
     EXPECT_EQ(Load().gas_size, 2 * os_page);
+}
+
+// Under an address space limit (ulimit -v: cables-run passes its own as
+// CABLES_AS_LIMIT) a node's reservations fit: three views of the GAS, the
+// libraries' window and 512M for the rest; a GAS asked for beyond it, or a
+// limit that leaves less than 128M of GAS, is refused naming the limit.
+TEST_F(ConfigLoad, ReservationsFitUnderAnAddressSpaceLimit)
+{
+    for (const char *lim : { "8G", "2G", "100G" }) {
+        setenv("CABLES_AS_LIMIT", lim, 1);
+        size_t limit = 0;
+        ASSERT_EQ(cb_parse_size(lim, &limit), 0);
+        cb_config_t c = Load();
+        EXPECT_LE(3 * c.gas_size + c.libs_size + (512ull << 20), limit) << lim;
+        EXPECT_GE(3 * c.gas_size + c.libs_size + (512ull << 20), limit * 9 / 10) << lim; // not much less
+        EXPECT_EQ(c.gas_size % os_page, 0u) << lim;
+        EXPECT_GE(c.gas_size, 128ull << 20) << lim;
+    }
+    setenv("CABLES_AS_LIMIT", "1T", 1); // room for the defaults
+    cb_config_t c = Load();
+    EXPECT_EQ(c.gas_size, 64ull << 30);
+    EXPECT_EQ(c.libs_size, 64ull << 30);
+    setenv("CABLES_GAS_SIZE", "1G", 1); // asked, and it fits
+    setenv("CABLES_AS_LIMIT", "8G", 1);
+    EXPECT_EQ(Load().gas_size, 1ull << 30);
+}
+
+TEST_F(ConfigLoadDeathTest, AddressSpaceLimitTooLowIsNamed)
+{
+    setenv("CABLES_AS_LIMIT", "4G", 1);
+    setenv("CABLES_GAS_SIZE", "64G", 1);
+    EXPECT_EXIT(Load(), ::testing::ExitedWithCode(2), "ulimit -v.*lower CABLES_GAS_SIZE");
+    unsetenv("CABLES_GAS_SIZE");
+    setenv("CABLES_AS_LIMIT", "700M", 1);
+    EXPECT_EXIT(Load(), ::testing::ExitedWithCode(2), "limit of 700 MiB \\(ulimit -v\\).*raise the limit");
+    setenv("CABLES_AS_LIMIT", "lots", 1);
+    EXPECT_EXIT(Load(), ::testing::ExitedWithCode(2), "^cables: CABLES_AS_LIMIT='lots'");
 }
 
 TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
