@@ -237,6 +237,26 @@ TEST(Launcher, ThreadsPerNodeBogus)
                    { "CABLES_THREADS_PER_NODE='lots'" });
 }
 
+// A low limit of open files: mpirun failed to make its pipes and the run
+// hung (ulimit -n 40 at 4 nodes).  Now a soft limit below what the run
+// needs is raised as far (the hard one allows), and a hard one is refused
+// naming it.
+TEST(Launcher, OpenFilesLimit)
+{
+    auto with = [](const std::string &ulimit) {
+        std::vector<std::string> cmd = { "bash", "-c", ulimit + " && exec \"$0\" \"$@\"" };
+        for (auto &a : mn::cables_cmd(4, "shm", mn::prog("counter"), { "200", "1" }))
+            cmd.push_back(a);
+        return mn::run(cmd, {}, 60);
+    };
+    auto soft = with("ulimit -Sn 40");
+    MN_EXPECT_RUN_OK(soft, r);
+    auto hard = with("ulimit -n 40");
+    EXPECT_FALSE(hard.timed_out) << hard.describe();
+    EXPECT_TRUE(hard.exited && hard.exit_code == 2) << hard.describe();
+    EXPECT_NE(hard.output.find("the limit of open files (ulimit -n: 40"), std::string::npos) << hard.describe();
+}
+
 // Starts a run of 2 nodes and kills cables-run, or its whole process
 // group, by SIGKILL: mpirun and every node process must end within 15 s.
 // The run's files (directory).
