@@ -493,7 +493,7 @@ static bool open_has_mode(int flags)
         }                                                                    \
         if (shim_remote_fd(-1) && !shim_local_path(AT_FDCWD, path))          \
             return shim_rs_openat(AT_FDCWD, path, flags, mode);              \
-        char proc_[64];                                                      \
+        char proc_[256];                                                     \
         path = shim_proc_path(path, proc_, sizeof proc_);                    \
         if (!path_ours(path))                                                \
             return shim_local_opened(LIBC(name)(path, flags, mode));         \
@@ -514,7 +514,7 @@ OPEN(open64)
         }                                                                    \
         if (shim_remote_fd(dir == AT_FDCWD ? -1 : dir) && !shim_local_path(dir, path)) \
             return shim_rs_openat(dir, path, flags, mode);                   \
-        char proc_[64];                                                      \
+        char proc_[256];                                                     \
         path = shim_proc_path(path, proc_, sizeof proc_);                    \
         if (!path_ours(path))                                                \
             return shim_local_opened(LIBC(name)(dir, path, flags, mode));    \
@@ -763,7 +763,7 @@ int utime(const char *path, const struct utimbuf *u)
     {                                                                        \
         if (shim_remote_fd(-1) && !shim_local_path(AT_FDCWD, path))          \
             return shim_rs_fopen(path, mode);                                \
-        char proc_[64];                                                      \
+        char proc_[256];                                                     \
         path = shim_proc_path(path, proc_, sizeof proc_);                    \
         if (!path_ours(path))                                                \
             return shim_local_stream(LIBC(name)(path, mode));                \

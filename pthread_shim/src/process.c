@@ -681,7 +681,7 @@ static void fork_on_runtime_stack(void)
     syscall(SYS_close, fk.ready[0]);
 }
 
-pid_t fork(void)
+static pid_t fork_with(bool program_handlers)
 {
     if (!cb_app_thread || cb.forked || !cb.app)
         return REAL(fork)();
@@ -704,7 +704,7 @@ pid_t fork(void)
     if (!rstack)
         return errno = ENOMEM, -1;
     /* the program's handlers: prepare ones last registered first */
-    struct handlers *t = handlers();
+    struct handlers *t = program_handlers ? handlers() : NULL;
     struct handler *h = NULL;
     uint32_t nh = 0;
     if (t) {
@@ -751,6 +751,14 @@ pid_t fork(void)
         errno = err;
     return pid;
 }
+
+pid_t fork(void) { return fork_with(true); }
+
+/* vfork is a fork (as POSIX allows), without the program's fork handlers
+ * (vfork runs none).  Before, its child, which shares the parent's memory
+ * and thread state, took itself for the program's thread: its exec
+ * replaced the whole program, at the master (the run then hung). */
+pid_t vfork(void) { return fork_with(false); }
 
 /* The child's memory is made its own first thing in the child (libc's
  * child handlers run in the order they were registered; this one is

@@ -7,7 +7,9 @@
  * its prepare handler took.  The parent meanwhile changes the global and the local
  * and recurses too, then waits: its values, the heap block's too, are
  * what it made them, whatever the child did.  A second child execs a shell
- * that ends with status 5, a third ends with exit(7), and one of the
+ * that ends with status 5, a child of vfork one that ends with 6 (before,
+ * on another node, its exec replaced the whole program at the master), a
+ * third ends with exit(7), and one of the
  * worker's returns from the thread's function (status 0).  Before,
  * the child ran on the very stack its parent returned on: the program
  * hung or crashed.
@@ -86,6 +88,14 @@ static void fork_here(const char *who)
     }
     snprintf(name, sizeof name, "%s_exec_status", who);
     CHECK_EQ(name, waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1, 5);
+    /* a child of vfork that execs (no fork handler runs) */
+    pid = vfork();
+    if (pid == 0) {
+        execlp("sh", "sh", "-c", "exit 6", (char *)NULL);
+        _exit(127);
+    }
+    snprintf(name, sizeof name, "%s_vfork_exec_status", who);
+    CHECK_EQ(name, waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1, 6);
     /* a child that ends with exit, through libc's whole end */
     pid = fork();
     if (pid == 0)
