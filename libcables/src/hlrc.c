@@ -823,8 +823,11 @@ static void marks_check(uint32_t **pages, size_t *n, size_t *cap, const mark_t *
     }
 }
 
+__thread uint32_t cb_acquires CB_TLS;
+
 void cb_acquire(const uint32_t *target)
 {
+    cb_acquires++;
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
     size_t np = 0, cap = 0, nmk = 0, capmk = 0;

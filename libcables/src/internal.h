@@ -137,6 +137,7 @@ extern __thread cb_thr_t *cb_thr CB_TLS;
  * block freed elsewhere, whose acquire would wait for this one (a libc
  * function the runtime calls may malloc through the shim) */
 extern __thread int cb_syncing CB_TLS;
+extern __thread uint32_t cb_acquires CB_TLS; /* hlrc.c: this thread's acquires */
 /* Wait for w, a deadline (false) or a cancellation of this thread (false,
  * with cb_thr->cancel set); cancellable only in application threads. */
 bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);

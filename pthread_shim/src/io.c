@@ -1069,15 +1069,63 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
         *rem = m;                                                            \
     return r;
 
+/* A thread that sleeps or yields in a loop without any acquire may be
+ * polling a variable another thread writes (while (!done) usleep(100);),
+ * which release consistency never shows it: the run would go on for ever
+ * without a word.  After CABLES_POLL_NOTE seconds (10) of that, and 50
+ * such calls, a note says so, once a node (README, Known limits). */
+static void poll_point(void)
+{
+    static __thread uint32_t seen_acquires, calls;
+    static __thread uint64_t since;
+    static _Atomic bool noted;
+    if (!cb_app_thread || !cb.multi || cb.cfg.poll_note <= 0 || atomic_load(&noted))
+        return;
+    uint64_t now = cb_now_ns();
+    if (cb_acquires != seen_acquires || !since) {
+        seen_acquires = cb_acquires;
+        calls = 0;
+        since = now;
+    }
+    if (++calls >= 50 && now - since >= (uint64_t)(cb.cfg.poll_note * 1e9) && !atomic_exchange(&noted, true))
+        fprintf(stderr,
+                "cables: node %d: a thread has slept or yielded %u times in %.0f s without taking a "
+                "lock, a barrier or a join: if it polls a variable that another thread writes, it "
+                "will not see the write (use a mutex, or C11 atomics compiled with cables-cc; "
+                "CABLES_POLL_NOTE=0 silences this)\n",
+                cb.self, calls, (double)(now - since) / 1e9);
+}
+
 #define CALL(q, m) LIBC(nanosleep)(q, m)
-int nanosleep(const struct timespec *req, struct timespec *rem) { SLEEP(CALL, r == -1 && errno == EINTR) }
+int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    poll_point();
+    SLEEP(CALL, r == -1 && errno == EINTR)
+}
 #undef CALL
 #define CALL(q, m) LIBC(clock_nanosleep)(clk, flags, q, m)
 int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
+    poll_point();
     SLEEP(CALL, r == EINTR && !(flags & TIMER_ABSTIME))
 }
 #undef CALL
+/* (libc's own sleeps, which call its nanosleep inside) */
+int usleep(useconds_t us)
+{
+    poll_point();
+    return LIBC(usleep)(us);
+}
+unsigned int sleep(unsigned int s)
+{
+    poll_point();
+    return LIBC(sleep)(s);
+}
+int sched_yield(void)
+{
+    poll_point();
+    return LIBC(sched_yield)();
+}
 
 /* socket addresses out (a descriptor of the master's: its call nr there):
  * a sockaddr_storage passed (the largest any family gives back); the

@@ -738,6 +738,29 @@ TEST(AddressSpaceLimit, ProgramRunsUnderIt)
     EXPECT_NE(big.output.find("lower CABLES_GAS_SIZE"), std::string::npos) << big.describe();
 }
 
+// A thread that polls a plain variable with sleeps never sees another
+// node's write (release consistency: a known limit) and the run went on
+// without a word; the runtime now says so once, after CABLES_POLL_NOTE
+// seconds of polling without an acquire (tests/posix/poll_flag.c), and not
+// for a poller that takes a mutex at each look.
+TEST(PollNote, SaysWhyAPollerWaitsInVain)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    const std::string note = "without taking a lock, a barrier or a join: if it polls a variable";
+    auto want = native_result("tests/posix/poll_flag", {});
+    ASSERT_EQ(want["plain_seen"], "1");
+    auto res = mn::run_cables(2, "shm", relinked("tests/posix/poll_flag"), {}, { { "CABLES_POLL_NOTE", "1" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["locked_seen"], "1") << res.describe();
+    size_t at = res.output.find(note);
+    EXPECT_NE(at, std::string::npos) << res.describe();
+    EXPECT_EQ(res.output.find(note, at + 1), std::string::npos) << "said twice\n" << res.describe();
+    auto quiet = mn::run_cables(2, "shm", relinked("tests/posix/poll_flag"), {}, { { "CABLES_POLL_NOTE", "0" } });
+    MN_EXPECT_RUN_OK(quiet, q);
+    EXPECT_EQ(quiet.output.find(note), std::string::npos) << quiet.describe();
+}
+
 // The program's output into a pipe that closes (| head -n 1) ends it as
 // it ends a process: killed by SIGPIPE, whichever node's thread printed,
 // without a word from mpirun (before: status 1 and mpirun's "SIGPIPE

@@ -87,7 +87,7 @@ protected:
                                             "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC", "CABLES_QUIET",
                                             "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES", "CABLES_STORE_AHEAD",
                                             "CABLES_ATTACH_TIMEOUT", "CABLES_TEST_SPAWN_STALL",
-                                            "CABLES_AS_LIMIT"};
+                                            "CABLES_AS_LIMIT", "CABLES_POLL_NOTE"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -113,6 +113,7 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_FALSE(c.stats);
     EXPECT_DOUBLE_EQ(c.dead_timeout, 10.0);
     EXPECT_DOUBLE_EQ(c.attach_timeout, 60.0);
+    EXPECT_DOUBLE_EQ(c.poll_note, 10.0);
     EXPECT_EQ(c.test_spawn_stall, -1);
     EXPECT_EQ(c.threads_per_node, (int)sysconf(_SC_NPROCESSORS_ONLN));
     EXPECT_EQ(c.max_nodes, 0); // the launched nodes only
@@ -270,6 +271,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_STORE_AHEAD", "yes"},  {"CABLES_STORE_AHEAD", "o"},
         {"CABLES_ATTACH_TIMEOUT", "0.5"}, {"CABLES_ATTACH_TIMEOUT", "1m"},
         {"CABLES_TEST_SPAWN_STALL", "-1"}, {"CABLES_TEST_SPAWN_STALL", "x"},
+        {"CABLES_POLL_NOTE", "-1"},     {"CABLES_POLL_NOTE", "10s"},
     };
     for (auto &b : bad) {
         SetUp();
