@@ -237,6 +237,17 @@ TEST(Launcher, ThreadsPerNodeBogus)
                    { "CABLES_THREADS_PER_NODE='lots'" });
 }
 
+// A program not linked with libcables (forgotten relink) is refused by
+// name; before, each node ran a whole copy of it (its output N times).
+// Scripts (which may start a relinked program) are not looked into.
+TEST(Launcher, NotRelinkedIsRefused)
+{
+    auto res = mn::run({ mn::launcher(), "-n", "2", "--", "/bin/echo", "hello" }, {}, 60);
+    EXPECT_TRUE(res.exited && res.exit_code == 2) << res.describe();
+    EXPECT_NE(res.output.find("is not linked with libcables"), std::string::npos) << res.describe();
+    EXPECT_EQ(res.output.find("hello"), std::string::npos) << res.describe();
+}
+
 // A low limit of open files: mpirun failed to make its pipes and the run
 // hung (ulimit -n 40 at 4 nodes).  Now a soft limit below what the run
 // needs is raised as far (the hard one allows), and a hard one is refused
