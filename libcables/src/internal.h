@@ -799,6 +799,9 @@ typedef struct {
 } cb_ctx_t;
 #define CB_PROGRAM_BYTES (8192 - 8)
 extern cb_ctx_t cb;
+/* the program's process id, as getpid gives it: the master's in a run of
+ * nodes */
+static inline pid_t cb_program_pid(void) { return cb.multi && cb.pids[0] > 0 ? cb.pids[0] : cb_pid(); }
 
 static inline uint8_t *cb_proto_page(uint64_t p) { return cb.proto + p * cb.ps; }
 static inline uint8_t *cb_app_page(uint64_t p)

@@ -350,7 +350,7 @@ static void from_fd(const struct signalfd_siginfo *f, siginfo_t *si)
     } else {
         /* sent by this node's thread: by the program, whose pid is the
          * master's (pthread_shim/src/process.c) */
-        si->si_pid = (pid_t)f->ssi_pid == cb_pid() && cb.pids[0] > 0 ? cb.pids[0] : (pid_t)f->ssi_pid;
+        si->si_pid = (pid_t)f->ssi_pid == cb_pid() ? cb_program_pid() : (pid_t)f->ssi_pid;
         si->si_uid = f->ssi_uid;
     }
     si->si_value.sival_ptr = (void *)(uintptr_t)f->ssi_ptr;

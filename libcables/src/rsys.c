@@ -152,7 +152,7 @@ long cb_rsys(cb_rsys_t *r)
     }
     for (int sig = 1; sig < 64 && cb_app_thread; sig++) /* the call's own signals (raised_here) */
         if (raised >> (sig - 1) & 1)
-            syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), sig);
+            syscall(SYS_tgkill, cb_pid(), syscall(SYS_gettid), sig);
     /* err: also a failure that is not -1 (a NULL stream) */
     errno = err ? err : saved;
     return res;

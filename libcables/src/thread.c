@@ -501,7 +501,7 @@ static int top_run(cb_thr_t *thr, bool done, int op, uint64_t c, uint64_t d, con
         memset(&si, 0, sizeof si);
         si.si_signo = (int)c;
         si.si_code = SI_QUEUE;
-        si.si_pid = cb.multi && cb.pids[0] > 0 ? cb.pids[0] : cb_pid(); /* the program's */
+        si.si_pid = cb_program_pid();
         si.si_uid = getuid();
         si.si_value.sival_ptr = (void *)(uintptr_t)d;
         if (syscall(SYS_rt_tgsigqueueinfo, cb_pid(), k, (int)c, &si))

@@ -41,7 +41,7 @@ EARLY_FN static int process_clock(clockid_t c)
     if (c >= 0 || c & 4) /* another fixed clock, or a thread's */
         return -1;
     pid_t pid = (pid_t)~(c >> 3);
-    bool ours = pid == 0 || pid == (pid_t)syscall(SYS_getpid);
+    bool ours = pid == 0 || pid == cb_pid();
     for (int k = 0; !ours && k < atomic_load(&cb.nnodes); k++) /* another node's getpid */
         ours = cb.pids[k] == pid;
     if (!ours)

@@ -78,9 +78,9 @@ static int change(int op, int64_t arg, const char *s1, const char *s2, int64_t *
 
 /* the node process's id, taken at its start */
 static pid_t node_pid;
-__attribute__((constructor)) static void node_pid_init(void) { node_pid = (pid_t)syscall(SYS_getpid); }
+__attribute__((constructor)) static void node_pid_init(void) { node_pid = cb_pid(); }
 
-bool shim_std_ours(void) { return !cb.forked && (pid_t)syscall(SYS_getpid) == node_pid; }
+bool shim_std_ours(void) { return !cb.forked && cb_pid() == node_pid; }
 
 void shim_std_moved(int fd)
 {
