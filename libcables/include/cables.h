@@ -107,6 +107,9 @@ typedef struct {
     /* calls on descriptors and streams made at the master for this node's
      * application threads (rsys.c), and their time from request to answer */
     uint64_t remote_calls, remote_call_ns;
+    /* pulls of other nodes' writes for threads that poll or spin without
+     * synchronizing (propagate.c), and releases made for other nodes' pulls */
+    uint64_t pulls, pull_releases;
 } cables_stats_t;
 /* Fills the first size bytes of *s: fields are only ever appended, so a
  * program built against an older cables.h gets the ones it knows and no

@@ -186,6 +186,42 @@ int64_t cb_rpc(int dst, cb_msg_t *hdr, int64_t *b)
     return a;
 }
 
+/* The waiters are libc's memory, not the thread's pool (of 16): a node
+ * that leaves meanwhile may never answer, and its waiter is left to the
+ * late answer. */
+uint64_t cb_ask_all(uint64_t mask, const cb_msg_t *m, const void *p, size_t len,
+                    cb_answer_fn answer, void *arg)
+{
+    cb_waiter_t *w[CB_MAX_NODES] = { 0 };
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        if (mask >> k & 1) {
+            bool app = cb_app_thread;
+            cb_app_thread = false; /* libc's calloc (the shim's heap is shared) */
+            w[k] = calloc(1, sizeof *w[k]);
+            cb_app_thread = app;
+            if (!w[k])
+                cb_die("node %d: out of memory asking node %d", cb.self, k);
+            cb_msg_t c = *m;
+            cb_call_post(k, &c, p, len, w[k]);
+        }
+    uint64_t answered = 0;
+    for (int k = 0; k < CB_MAX_NODES; k++) {
+        if (!w[k])
+            continue;
+        bool done;
+        while (!(done = cb_waiter_wait_until(w[k], cb_now_ns() + 100000000ull)) &&
+               cb_node_up(k) && !atomic_load(&cb.stopping))
+            ;
+        if (!done)
+            continue;
+        answer(k, w[k], arg);
+        free(w[k]->data); /* (libc's: not in the GAS) */
+        free(w[k]);
+        answered |= 1ull << k;
+    }
+    return answered;
+}
+
 void cb_reply(const cb_msg_t *req, cb_msg_t *hdr, const void *payload, size_t len, bool own)
 {
     hdr->waiter = req->waiter;
@@ -306,6 +342,8 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_PROC: cb_on_proc(m, p, len); break;
     case M_RSYS: cb_on_rsys(m, p, len); break;
     case M_SIGNAL: cb_on_signal(m, p, len); break;
+    case M_PULL: cb_on_pull(m, p, len); break;
+    case M_PULL_REPLY: cb_on_pull_reply(m, p, len); break;
     case M_KEY: cb_on_key(m); break;
     case M_HEAP_FREE: cb_on_heap_free(m, p, len); break;
     case M_TABLE_ACK: cb_on_table_ack(m); break;

@@ -209,9 +209,14 @@ void cb_config_load(cb_config_t *c)
     c->attach_timeout = c->dead_timeout * 2 > 60 ? c->dead_timeout * 2 : 60;
     if ((v = env("CABLES_ATTACH_TIMEOUT")) && seconds(v, 1, 3600, &c->attach_timeout))
         cb_die("CABLES_ATTACH_TIMEOUT='%s' must be a number of seconds in [1, 3600]", v);
-    c->poll_note = 10;
-    if ((v = env("CABLES_POLL_NOTE")) && seconds(v, 0, 3600, &c->poll_note))
-        cb_die("CABLES_POLL_NOTE='%s' must be a number of seconds in [0, 3600] (0: no note)", v);
+    c->poll_note = true;
+    if ((v = env("CABLES_POLL_NOTE")) && either(v, "1", "0", &c->poll_note))
+        cb_die("CABLES_POLL_NOTE='%s' must be 1 (a note when a thread that polls without "
+               "synchronizing was shown writes) or 0", v);
+    c->propagate = 0.25;
+    if ((v = env("CABLES_PROPAGATE")) && (seconds(v, 0, 3600, &c->propagate) ||
+                                          (c->propagate > 0 && c->propagate < 0.001)))
+        cb_die("CABLES_PROPAGATE='%s' must be 0 (off) or a number of seconds in [0.001, 3600]", v);
     c->test_spawn_stall = -1;
     if ((v = env("CABLES_TEST_SPAWN_STALL")) && whole(v, 0, 3600, &c->test_spawn_stall))
         cb_die("CABLES_TEST_SPAWN_STALL='%s' must be a whole number of seconds from 0 (for "

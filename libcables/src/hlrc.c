@@ -676,6 +676,7 @@ void cb_release(void)
         cb_release_hook();
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
+    atomic_store(&cb.release_ns, cb_now_ns());
     cb_mutex_lock(&freed_mu); /* those queued before this release began */
     freed_t *go = freed;
     size_t ngo = nfreed;
@@ -687,6 +688,23 @@ void cb_release(void)
     free(go);
     cb_mutex_unlock(&cb.release_mu);
     cb_syncing--;
+}
+
+static bool plist_any(cb_plist_t *l)
+{
+    cb_mutex_lock(&l->mu);
+    bool any = l->n > 0;
+    cb_mutex_unlock(&l->mu);
+    return any;
+}
+
+bool cb_release_due(uint64_t age_ns)
+{
+    cb_mutex_lock(&freed_mu);
+    bool any = nfreed > 0;
+    cb_mutex_unlock(&freed_mu);
+    return (any || plist_any(&cb.dirty) || plist_any(&cb.homed)) &&
+           cb_now_ns() - atomic_load(&cb.release_ns) >= age_ns;
 }
 
 /* Refreshed copies: a readable copy named by a notice that this node read

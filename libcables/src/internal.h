@@ -67,6 +67,9 @@ void cb_mutex_lock(cb_mutex_t *m);
 void cb_mutex_unlock(cb_mutex_t *m);
 /* a detached (or, with join, joinable) system thread on private memory */
 int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached);
+/* ... joinable, with a stack of stack bytes (a thread of the runtime that
+ * needs little: address space counts under ulimit -v) */
+int cb_thread_start_sized(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack);
 int cb_thread_wait(pthread_t t);
 /* the calling thread (one of the runtime's) takes no signal sent to the
  * process, only those its own faults raise: the program's handlers run on
@@ -165,6 +168,7 @@ enum cb_msg_type {
     M_GC_ASK, M_GC_QUERY, M_GC_VC, M_GC_BASE,
     M_REVOKE, M_REVOKE_ACK,
     M_THREAD_OP, M_PROC, M_RSYS, M_SIGNAL,
+    M_PULL, M_PULL_REPLY,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -207,6 +211,12 @@ void cb_call_post(int dst, cb_msg_t *hdr, const void *payload, size_t len, cb_wa
 /* cb_call with a waiter of this thread's pool, for a reply of scalars:
  * returns its a (and its b in *b if not NULL). */
 int64_t cb_rpc(int dst, cb_msg_t *hdr, int64_t *b);
+/* Asks each node of mask (m, with the payload p) at once, then awaits
+ * each answer, which answer() takes (a node that leaves meanwhile is
+ * not waited for).  Returns the nodes that answered. */
+typedef void (*cb_answer_fn)(int k, const cb_waiter_t *w, void *arg);
+uint64_t cb_ask_all(uint64_t mask, const cb_msg_t *m, const void *p, size_t len,
+                    cb_answer_fn answer, void *arg);
 /* Reply to a request: echoes req->waiter. */
 void cb_reply(const cb_msg_t *req, cb_msg_t *hdr, const void *payload, size_t len, bool own);
 /* Forward a message, keeping its source and waiter (replies go to them). */
@@ -288,6 +298,8 @@ void cb_sum_take(uint64_t p);          /* home page p's checksum (its twin) := n
 uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
 void cb_twin_drop(uint64_t p);         /* p (owned) needs its twin no more */
 void cb_release(void);                 /* flush this node's writes to homes */
+/* this node wrote since its last release, which began age_ns ago or more */
+bool cb_release_due(uint64_t age_ns);
 /* Tell node (a message of type: M_FREE, M_HEAP_FREE) that the shared block
  * at addr is free, after this node's next release, with its write notices
  * (which the receiver acquires before the block is reused); now: release
@@ -320,6 +332,16 @@ void cb_on_gc_base(const cb_msg_t *m, const void *p, size_t len);
 /* comm-thread handlers */
 void cb_on_diff(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_fetch(const cb_msg_t *m);
+
+/* ---- writes reach pollers (propagate.c) ---- */
+/* Every other node releases (what it wrote, if its last release began
+ * age_ns ago or more) and this node acquires what they released; true if
+ * that was news (intervals this node did not know) */
+bool cb_pull(uint64_t age_ns);
+void cb_propagate_start(void); /* its threads, once the node joined */
+void cb_propagate_stop(void);
+void cb_on_pull(const cb_msg_t *m, const void *p, size_t len);
+void cb_on_pull_reply(const cb_msg_t *m, const void *p, size_t len);
 
 /* ---- global address space (gas.c) ---- */
 void cb_gas_init(void);
@@ -796,6 +818,8 @@ typedef struct {
      * own, which the launcher forwards */
     _Atomic int std_master;
     bool forked; /* a child of fork: the memory its own, no runtime (pthread_shim's process.c) */
+    _Atomic int app_threads; /* the program's threads running on this node (thread.c) */
+    _Atomic uint64_t release_ns; /* when this node's last release began (hlrc.c) */
 } cb_ctx_t;
 #define CB_PROGRAM_BYTES (8192 - 8)
 extern cb_ctx_t cb;

@@ -500,6 +500,7 @@ void cb_node_start(int *argc, char ***argv)
     }
     free(me);
     atomic_store(&table_ready, true);
+    cb_propagate_start();
     if (cb.cfg.policy == CABLES_POLICY_FIXED && cb.cfg.policy_node >= atomic_load(&cb.nnodes))
         cb_die("CABLES_HOME_POLICY=fixed:%d names node %d, but the run has %d node(s)",
                cb.cfg.policy_node, cb.cfg.policy_node, atomic_load(&cb.nnodes));
@@ -882,6 +883,7 @@ void cb_node_finish(void)
         return;
     done = true;
     atomic_store(&cb.ending, true);
+    cb_propagate_stop(); /* (its pulls may wait for other nodes) */
     if (cb.self == 0)
         cb_maps_flush(); /* while every node still serves its pages */
     cb_app_thread = false; /* what follows (MPI's finalization too) is the runtime's */

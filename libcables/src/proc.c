@@ -85,45 +85,6 @@ static const char *kind_name(int kind)
     return names[kind];
 }
 
-/* Asks each node of mask (m, with the payload p) at once, then awaits
- * each answer, which answer() takes.  The waiters are libc's memory, not
- * the thread's pool (of 16): a node that leaves meanwhile may never
- * answer, and its waiter is left to the late answer.  Returns the nodes
- * that answered. */
-typedef void (*answer_fn)(int k, const cb_waiter_t *w, void *arg);
-static uint64_t ask_all(uint64_t mask, const cb_msg_t *m, const void *p, size_t len,
-                        answer_fn answer, void *arg)
-{
-    cb_waiter_t *w[CB_MAX_NODES] = { 0 };
-    for (int k = 0; k < CB_MAX_NODES; k++)
-        if (mask >> k & 1) {
-            bool app = cb_app_thread;
-            cb_app_thread = false; /* libc's calloc (the shim's heap is shared) */
-            w[k] = calloc(1, sizeof *w[k]);
-            cb_app_thread = app;
-            if (!w[k])
-                cb_die("node %d: out of memory asking node %d", cb.self, k);
-            cb_msg_t c = *m;
-            cb_call_post(k, &c, p, len, w[k]);
-        }
-    uint64_t answered = 0;
-    for (int k = 0; k < CB_MAX_NODES; k++) {
-        if (!w[k])
-            continue;
-        bool done;
-        while (!(done = cb_waiter_wait_until(w[k], cb_now_ns() + 100000000ull)) &&
-               cb_node_up(k) && !atomic_load(&cb.stopping))
-            ;
-        if (!done)
-            continue;
-        answer(k, w[k], arg);
-        free(w[k]->data); /* (libc's: not in the GAS) */
-        free(w[k]);
-        answered |= 1ull << k;
-    }
-    return answered;
-}
-
 /* made on every other node up, each acknowledging; a node that could not
  * (a directory its file system lacks) is named */
 typedef struct {
@@ -151,7 +112,7 @@ static int send_all(int kind, int64_t arg, const void *p, size_t len)
             mask |= 1ull << k;
     cb_msg_t m = { .type = M_PROC, .a = (uint64_t)kind, .b = (uint64_t)arg };
     change_t c = { kind, 0, p };
-    ask_all(mask, &m, p, len, change_answer, &c);
+    cb_ask_all(mask, &m, p, len, change_answer, &c);
     return c.first;
 }
 
@@ -561,7 +522,7 @@ void cb_proc_usage(cb_usage_t *sum)
     cb_msg_t m = { .type = M_PROC, .a = P_USAGE, .b = USAGE_ALL, .c = asked };
     if (cb.self == 0)
         usage_gone_add(sum, ~asked);
-    uint64_t missing = asked & ~(ask_all(ask, &m, NULL, 0, usage_take, sum) | 1ull << cb.self);
+    uint64_t missing = asked & ~(cb_ask_all(ask, &m, NULL, 0, usage_take, sum) | 1ull << cb.self);
     if (!missing) /* else those left meanwhile: counted as gone */
         return;
     if (cb.self == 0) {
@@ -569,7 +530,7 @@ void cb_proc_usage(cb_usage_t *sum)
         return;
     }
     cb_msg_t g = { .type = M_PROC, .a = P_USAGE, .b = USAGE_GONE, .c = missing };
-    ask_all(1, &g, NULL, 0, usage_take, sum);
+    cb_ask_all(1, &g, NULL, 0, usage_take, sum);
 }
 
 /* M_PROC a=kind, b=its scalar, payload: its bytes; answered (the error

@@ -74,8 +74,9 @@ typedef struct {
     bool stats;
     double dead_timeout; /* seconds without a message before a peer is dead */
     double attach_timeout; /* seconds an attach's MPI_Comm_spawn may take before it is given up */
-    double poll_note;      /* seconds a thread may sleep or yield in a loop without an acquire
-                              before a note says it may be polling in vain (0: none) */
+    double propagate;      /* seconds within which a write reaches a thread that polls or spins
+                              on it without synchronizing (propagate.c; 0: never) */
+    bool poll_note;        /* a note, once a node, when that showed a poller writes */
     int test_spawn_stall; /* testing: a node attached on demand sleeps this long (0: for ever)
                              before MPI_Init, as when Open MPI's spawn hangs; -1: off */
     int threads_per_node; /* a node's capacity: more threads attach a new node */

@@ -190,7 +190,7 @@ void *cb_libc(const char *name)
     return f;
 }
 
-int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
+static int thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached, size_t stack)
 {
     static create_fn create;
     if (!create)
@@ -199,6 +199,8 @@ int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
     pthread_attr_init(&a);
     if (detached)
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (stack)
+        pthread_attr_setstacksize(&a, stack);
     /* a thread inherits its creator's signal mask: one the runtime starts
      * begins with the process's signals blocked (the runtime's threads keep
      * them so; a program's thread, placed here by the communication thread,
@@ -212,6 +214,16 @@ int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
         pthread_sigmask(SIG_SETMASK, &was, NULL);
     pthread_attr_destroy(&a);
     return rc;
+}
+
+int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached)
+{
+    return thread_start(t, fn, arg, detached, 0);
+}
+
+int cb_thread_start_sized(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack)
+{
+    return thread_start(t, fn, arg, false, stack);
 }
 
 void cb_process_signals(sigset_t *set)

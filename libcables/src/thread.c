@@ -68,7 +68,9 @@ static void *trampoline(void *a)
     memcpy(&mask, &st.mask, sizeof st.mask);
     cb_sigmask(SIG_SETMASK, &mask, NULL);
     cb_psig_thread_start(); /* (with that mask, not the comm thread's) */
+    atomic_fetch_add(&cb.app_threads, 1);
     void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
+    atomic_fetch_sub(&cb.app_threads, 1);
     cb_psig_thread_end();
     cb_release();
     cb_app_thread = false;
@@ -224,6 +226,7 @@ void cb_threads_wait_all(void)
 void cb_thread_main_start(void)
 {
     load[0] = 1; /* main, on the master */
+    atomic_store(&cb.app_threads, 1);
     cb_tid = 0;
     cb_thr = main_thr = calloc(1, sizeof *cb_thr);
     cb_thr->sys = ((pthread_t (*)(void))cb_libc("pthread_self"))();

@@ -1071,29 +1071,41 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
 
 /* A thread that sleeps or yields in a loop without any acquire may be
  * polling a variable another thread writes (while (!done) usleep(100);),
- * which release consistency never shows it: the run would go on for ever
- * without a word.  After CABLES_POLL_NOTE seconds (10) of that, and 50
- * such calls, a note says so, once a node (README, Known limits). */
+ * which release consistency alone never shows it: after 200 us of that it
+ * pulls the other nodes' writes (propagate.c), then again at gaps doubling
+ * up to CABLES_PROPAGATE while it goes on, or from 200 us again after a
+ * pull that brought news (a handoff through plain flags: a new wait). */
 static void poll_point(void)
 {
-    static __thread uint32_t seen_acquires, calls;
-    static __thread uint64_t since;
-    static _Atomic bool noted;
-    if (!cb_app_thread || !cb.multi || cb.cfg.poll_note <= 0 || atomic_load(&noted))
+    static __thread uint32_t seen;
+    static __thread uint64_t gap, next;
+    if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing || cb.cfg.propagate <= 0 ||
+        atomic_load(&cb.nnodes) < 2)
         return;
     uint64_t now = cb_now_ns();
-    if (cb_acquires != seen_acquires || !since) {
-        seen_acquires = cb_acquires;
-        calls = 0;
-        since = now;
+    const uint64_t first = 200000, most = (uint64_t)(cb.cfg.propagate * 1e9);
+    if (cb_acquires != seen || !gap) { /* it synchronized: not polling */
+        seen = cb_acquires;
+        gap = first;
+        next = now + gap;
+        return;
     }
-    if (++calls >= 50 && now - since >= (uint64_t)(cb.cfg.poll_note * 1e9) && !atomic_exchange(&noted, true))
+    if (now < next)
+        return;
+    bool news;
+    AS_RUNTIME(news = cb_pull(0));
+    seen = cb_acquires;
+    static _Atomic bool noted;
+    if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
         fprintf(stderr,
-                "cables: node %d: a thread has slept or yielded %u times in %.0f s without taking a "
-                "lock, a barrier or a join: if it polls a variable that another thread writes, it "
-                "will not see the write (use a mutex, or C11 atomics compiled with cables-cc; "
-                "CABLES_POLL_NOTE=0 silences this)\n",
-                cb.self, calls, (double)(now - since) / 1e9);
+                "cables: node %d: a thread that sleeps or yields without taking a lock, a barrier "
+                "or a join was shown other nodes' writes by propagation (within %g s): a flag it "
+                "polls is seen, but data written before the flag may show after it; publish such "
+                "data under a mutex, or with C11 atomics compiled with cables-cc "
+                "(CABLES_POLL_NOTE=0 silences this)\n",
+                cb.self, cb.cfg.propagate);
+    gap = news ? first : gap * 2 < most ? gap * 2 : most;
+    next = cb_now_ns() + gap;
 }
 
 #define CALL(q, m) LIBC(nanosleep)(q, m)

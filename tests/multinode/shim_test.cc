@@ -738,27 +738,38 @@ TEST(AddressSpaceLimit, ProgramRunsUnderIt)
     EXPECT_NE(big.output.find("lower CABLES_GAS_SIZE"), std::string::npos) << big.describe();
 }
 
-// A thread that polls a plain variable with sleeps never sees another
-// node's write (release consistency: a known limit) and the run went on
-// without a word; the runtime now says so once, after CABLES_POLL_NOTE
-// seconds of polling without an acquire (tests/posix/poll_flag.c), and not
-// for a poller that takes a mutex at each look.
-TEST(PollNote, SaysWhyAPollerWaitsInVain)
+// Threads that poll a plain variable with sleeps, or spin on one without
+// any call, see other nodes' writes as natively, though release
+// consistency alone never shows them (tests/posix/poll_flag.c: before,
+// plain_seen=0 and spin_seen=0, and the runs went on without a word).
+// CABLES_PROPAGATE=0 turns the propagation off: the test can tell.  A
+// note says once a node that a poller was shown writes so, and that data
+// it reads after a flag may be older (CABLES_POLL_NOTE=0: none).
+TEST(Propagation, PollersAndSpinnersSeeWrites)
 {
     if (asan_heap())
         GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
-    const std::string note = "without taking a lock, a barrier or a join: if it polls a variable";
+    const std::string note = "was shown other nodes' writes by propagation";
     auto want = native_result("tests/posix/poll_flag", {});
     ASSERT_EQ(want["plain_seen"], "1");
-    auto res = mn::run_cables(2, "shm", relinked("tests/posix/poll_flag"), {}, { { "CABLES_POLL_NOTE", "1" } });
-    MN_EXPECT_RUN_OK(res, r);
-    EXPECT_EQ(r["locked_seen"], "1") << res.describe();
-    size_t at = res.output.find(note);
-    EXPECT_NE(at, std::string::npos) << res.describe();
-    EXPECT_EQ(res.output.find(note, at + 1), std::string::npos) << "said twice\n" << res.describe();
+    ASSERT_EQ(want["spin_seen"], "1");
+    for (auto [n, tls] : { std::pair{ 2, "shm" }, { 2, "tcp" }, { 4, "shm" } }) {
+        auto res = mn::run_cables(n, tls, relinked("tests/posix/poll_flag"));
+        MN_EXPECT_RUN_OK(res, r);
+        for (const char *k : { "locked_seen", "plain_seen", "spin_seen", "turns_seen" })
+            EXPECT_EQ(r[k], want[k]) << k << " at " << n << " nodes over " << tls << "\n" << res.describe();
+        size_t at = res.output.find(note);
+        EXPECT_NE(at, std::string::npos) << res.describe();
+    }
     auto quiet = mn::run_cables(2, "shm", relinked("tests/posix/poll_flag"), {}, { { "CABLES_POLL_NOTE", "0" } });
     MN_EXPECT_RUN_OK(quiet, q);
+    EXPECT_EQ(q["plain_seen"], "1") << quiet.describe();
     EXPECT_EQ(quiet.output.find(note), std::string::npos) << quiet.describe();
+    auto off = mn::run_cables(2, "shm", relinked("tests/posix/poll_flag"), {}, { { "CABLES_PROPAGATE", "0" } });
+    MN_EXPECT_RUN_OK(off, o);
+    EXPECT_EQ(o["locked_seen"], "1") << off.describe();
+    EXPECT_EQ(o["plain_seen"], "0") << off.describe();
+    EXPECT_EQ(o["spin_seen"], "0") << off.describe();
 }
 
 // The program's output into a pipe that closes (| head -n 1) ends it as

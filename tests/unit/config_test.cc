@@ -87,7 +87,7 @@ protected:
                                             "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC", "CABLES_QUIET",
                                             "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES", "CABLES_STORE_AHEAD",
                                             "CABLES_ATTACH_TIMEOUT", "CABLES_TEST_SPAWN_STALL",
-                                            "CABLES_AS_LIMIT", "CABLES_POLL_NOTE"};
+                                            "CABLES_AS_LIMIT", "CABLES_PROPAGATE", "CABLES_POLL_NOTE"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -113,7 +113,8 @@ TEST_F(ConfigLoad, Defaults)
     EXPECT_FALSE(c.stats);
     EXPECT_DOUBLE_EQ(c.dead_timeout, 10.0);
     EXPECT_DOUBLE_EQ(c.attach_timeout, 60.0);
-    EXPECT_DOUBLE_EQ(c.poll_note, 10.0);
+    EXPECT_DOUBLE_EQ(c.propagate, 0.25);
+    EXPECT_TRUE(c.poll_note);
     EXPECT_EQ(c.test_spawn_stall, -1);
     EXPECT_EQ(c.threads_per_node, (int)sysconf(_SC_NPROCESSORS_ONLN));
     EXPECT_EQ(c.max_nodes, 0); // the launched nodes only
@@ -162,7 +163,13 @@ TEST_F(ConfigLoad, GoodValues)
     setenv("CABLES_LOG_GC", "0", 1);
     setenv("CABLES_QUIET", "off", 1);
     setenv("CABLES_STORE_AHEAD", "off", 1);
+    setenv("CABLES_PROPAGATE", "0", 1);
+    setenv("CABLES_POLL_NOTE", "0", 1);
     cb_config_t c = Load();
+    EXPECT_DOUBLE_EQ(c.propagate, 0.0);
+    EXPECT_FALSE(c.poll_note);
+    setenv("CABLES_PROPAGATE", "1.5", 1);
+    EXPECT_DOUBLE_EQ(Load().propagate, 1.5);
     EXPECT_FALSE(c.quiet);
     EXPECT_EQ(c.store_ahead, 0);
     EXPECT_FALSE(c.claim_local);
@@ -271,7 +278,8 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_STORE_AHEAD", "yes"},  {"CABLES_STORE_AHEAD", "o"},
         {"CABLES_ATTACH_TIMEOUT", "0.5"}, {"CABLES_ATTACH_TIMEOUT", "1m"},
         {"CABLES_TEST_SPAWN_STALL", "-1"}, {"CABLES_TEST_SPAWN_STALL", "x"},
-        {"CABLES_POLL_NOTE", "-1"},     {"CABLES_POLL_NOTE", "10s"},
+        {"CABLES_PROPAGATE", "-1"},     {"CABLES_PROPAGATE", "10s"},
+        {"CABLES_PROPAGATE", "0.0001"}, {"CABLES_POLL_NOTE", "10"},
     };
     for (auto &b : bad) {
         SetUp();

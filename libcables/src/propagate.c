@@ -1,0 +1,269 @@
+/* propagate.c: writes reach pollers within a bounded delay.
+ *
+ * Release consistency shows a write only to a thread that acquires after
+ * the writer's release.  Legacy code polls plain variables without either
+ * (while (!done) usleep(100);, or a spin: while (!stop) work();), and on
+ * nodes of their own such a thread would never see the write.  A pull
+ * makes every other node release what it wrote (if its last release began
+ * long enough ago) and answer with the write notices this node lacks,
+ * which it then acquires: its copies of the pages written go, and their
+ * next reads fetch what the homes hold.  Pulls are made
+ *  - by a thread that sleeps or yields without acquiring (pthread_shim's
+ *    poll_point: after 1 ms of that, then at gaps doubling up to
+ *    CABLES_PROPAGATE); the others release whatever they wrote;
+ *  - every CABLES_PROPAGATE seconds (0.25; 0: no pulls) by this node's
+ *    server thread while a program thread runs here (a spin makes no
+ *    call); the others release if their last release began half that
+ *    ago or more.
+ * So a write is seen within about one period, or within the poller's gap.
+ * A pull is answered by the asked node's server thread (a release waits
+ * for the homes' acknowledgements, which the communication thread must
+ * receive), which never waits for another node: its own pull's answers
+ * come to its queue.  A program that
+ * synchronizes needs none of this; it costs it a few messages a second,
+ * and a release of a node that did not release for half a period. */
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct req {
+    struct req *next;
+    cb_msg_t m;
+    cb_vc_t vc; /* the asker's: it lacks the notices after it */
+} req_t;
+
+/* The server's state (q_mu): the requests it has to answer, and its own
+ * pull each period, whose answers the communication thread merges (they
+ * come as M_PULL_REPLY, not to a waiter: the server waits for nothing
+ * but its queue) */
+static cb_mutex_t q_mu = CB_MUTEX_INIT;
+static req_t *queue;
+static bool serving;       /* the server takes requests */
+static uint64_t tick_out;  /* the nodes its pull awaits */
+static bool ticking;       /* its pull is out */
+static cb_vc_t tick_vc;    /* what the answers so far released */
+static _Atomic uint32_t q_seq; /* + 1 at each change the server waits for */
+static pthread_t server;
+
+static void server_wake(void)
+{
+    atomic_fetch_add(&q_seq, 1);
+    cb_futex_wake(&q_seq);
+}
+
+/* M_PULL a=age (ns), b=answer by M_PULL_REPLY; payload = the asker's vc */
+static void answer(const cb_msg_t *m, const uint32_t *vc)
+{
+    size_t len;
+    void *n = cb_notices_encode(vc, &len, NULL);
+    cb_msg_t r = { .type = m->b ? M_PULL_REPLY : M_REPLY };
+    if (m->b)
+        cb_send(m->src, &r, n, len, true);
+    else
+        cb_reply(m, &r, n, len, true);
+}
+
+void cb_on_pull(const cb_msg_t *m, const void *p, size_t len)
+{
+    if (len != sizeof(cb_vc_t))
+        cb_die("node %d: malformed pull (%zu bytes) from node %d", cb.self, len, m->src);
+    cb_mutex_lock(&q_mu);
+    if (!serving) { /* (propagation off here, or the node ends): no release */
+        cb_mutex_unlock(&q_mu);
+        answer(m, p);
+        return;
+    }
+    req_t *r = malloc(sizeof *r);
+    if (!r)
+        cb_die("node %d: out of memory for a pull", cb.self);
+    r->m = *m;
+    memcpy(r->vc, p, sizeof r->vc);
+    r->next = queue;
+    queue = r;
+    cb_mutex_unlock(&q_mu);
+    server_wake();
+}
+
+/* the answer to the server's pull from m->src: its notices */
+void cb_on_pull_reply(const cb_msg_t *m, const void *p, size_t len)
+{
+    cb_vc_t v;
+    cb_notices_merge(p, len, v);
+    cb_known_update(m->src, v);
+    cb_mutex_lock(&q_mu);
+    bool last = false;
+    if (tick_out >> m->src & 1) { /* (else given up: the node left) */
+        cb_vc_max(tick_vc, v);
+        tick_out &= ~(1ull << m->src);
+        last = !tick_out;
+    }
+    cb_mutex_unlock(&q_mu);
+    if (last)
+        server_wake();
+}
+
+static uint64_t open_nodes(void)
+{
+    uint64_t mask = 0;
+    for (int k = 0; k < atomic_load(&cb.nnodes); k++)
+        if (k != cb.self && cb_node_open(k))
+            mask |= 1ull << k;
+    return mask;
+}
+
+static bool pull_ok(void)
+{
+    return cb.multi && !cb.forked && cb_node_joined() && !atomic_load(&cb.ending) &&
+           !atomic_load(&cb.stopping);
+}
+
+/* the server's pull: out to every node up (its answers come to
+ * cb_on_pull_reply) */
+static void tick_start(uint64_t age_ns)
+{
+    uint64_t mask = pull_ok() ? open_nodes() : 0;
+    if (!mask)
+        return;
+    cb_vc_t mine;
+    cb_vc_get(mine);
+    cb_mutex_lock(&q_mu);
+    memcpy(tick_vc, mine, sizeof tick_vc);
+    tick_out = mask;
+    ticking = true;
+    cb_mutex_unlock(&q_mu);
+    for (int k = 0; k < CB_MAX_NODES; k++)
+        if (mask >> k & 1) {
+            cb_msg_t m = { .type = M_PULL, .a = age_ns, .b = 1 };
+            cb_send(k, &m, mine, sizeof mine, false);
+        }
+}
+
+/* its answers all in (or their nodes gone): acquired */
+static void tick_end(void)
+{
+    cb_vc_t target;
+    cb_mutex_lock(&q_mu);
+    tick_out &= open_nodes();
+    bool done = ticking && !tick_out;
+    if (done) {
+        ticking = false;
+        memcpy(target, tick_vc, sizeof target);
+    }
+    cb_mutex_unlock(&q_mu);
+    if (done) {
+        cb_acquire(target);
+        STAT_ADD(pulls, 1);
+    }
+}
+
+static void sleep_until(uint32_t seq, uint64_t deadline)
+{
+    uint64_t now = cb_now_ns();
+    if (now >= deadline)
+        return;
+    struct timespec ts = { (time_t)((deadline - now) / 1000000000ull),
+                           (long)((deadline - now) % 1000000000ull) };
+    syscall(SYS_futex, (uint32_t *)&q_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+}
+
+static void *serve_main(void *arg)
+{
+    (void)arg;
+    uint64_t period = (uint64_t)(cb.cfg.propagate * 1e9), next_tick = cb_now_ns() + period;
+    /* releases for pulls take at most a tenth of the time (the next no
+     * sooner than 9 times the last one's length after it) */
+    uint64_t resume = 0;
+    for (;;) {
+        uint32_t seq = atomic_load(&q_seq);
+        cb_mutex_lock(&q_mu);
+        req_t *r = queue;
+        queue = NULL;
+        bool quit = !serving;
+        cb_mutex_unlock(&q_mu);
+        if (r) {
+            uint64_t age = UINT64_MAX; /* one release for the requests at hand */
+            for (req_t *q = r; q; q = q->next)
+                if (q->m.a < age)
+                    age = q->m.a;
+            uint64_t t0 = cb_now_ns();
+            if (t0 >= resume && cb_release_due(age)) {
+                cb_release();
+                uint64_t t1 = cb_now_ns();
+                resume = t1 + 9 * (t1 - t0);
+                STAT_ADD(pull_releases, 1);
+            }
+            while (r) {
+                req_t *next = r->next;
+                answer(&r->m, r->vc);
+                free(r);
+                r = next;
+            }
+            continue;
+        }
+        if (quit)
+            return NULL;
+        tick_end();
+        uint64_t now = cb_now_ns();
+        if (now >= next_tick) {
+            next_tick = now + period;
+            if (!ticking && atomic_load(&cb.app_threads) > 0)
+                tick_start(period / 2);
+        }
+        /* a node that leaves never answers: looked at again in 100 ms */
+        uint64_t until = next_tick;
+        if (ticking && now + 100000000ull < until)
+            until = now + 100000000ull;
+        sleep_until(seq, until);
+    }
+}
+
+static void pulled(int k, const cb_waiter_t *w, void *arg)
+{
+    cb_vc_t v;
+    cb_notices_merge(w->data, w->len, v);
+    cb_known_update(k, v);
+    cb_vc_max(arg, v);
+}
+
+bool cb_pull(uint64_t age_ns)
+{
+    uint64_t mask = pull_ok() ? open_nodes() : 0;
+    if (!mask)
+        return false;
+    cb_vc_t mine, target;
+    cb_vc_get(mine);
+    memcpy(target, mine, sizeof target);
+    cb_msg_t m = { .type = M_PULL, .a = age_ns };
+    cb_ask_all(mask, &m, mine, sizeof mine, pulled, target);
+    cb_acquire(target);
+    STAT_ADD(pulls, 1);
+    return memcmp(target, mine, sizeof target) != 0;
+}
+
+void cb_propagate_start(void)
+{
+    if (!cb.multi || cb.cfg.propagate <= 0)
+        return;
+    serving = true;
+    int rc = cb_thread_start_sized(&server, serve_main, NULL, 256 << 10);
+    if (rc)
+        cb_die("node %d: cannot start the thread that propagates writes to pollers: %s "
+               "(CABLES_PROPAGATE=0 runs without)", cb.self, strerror(rc));
+}
+
+void cb_propagate_stop(void)
+{
+    if (!server)
+        return;
+    cb_mutex_lock(&q_mu);
+    serving = false; /* what is queued is answered first */
+    cb_mutex_unlock(&q_mu);
+    server_wake();
+    cb_thread_wait(server);
+    server = 0;
+}
