@@ -843,7 +843,13 @@ static void marks_check(uint32_t **pages, size_t *n, size_t *cap, const mark_t *
 
 __thread uint32_t cb_acquires CB_TLS;
 
-void cb_acquire(const uint32_t *target)
+/* a readable copy this node writes (its writes not all diffed yet) */
+static bool written_copy(uint64_t p)
+{
+    return (atomic_load(&cb.pst[p]) & PG_ACC) == PG_RW && cb_home_cached(p) != cb.self;
+}
+
+static void acquire(const uint32_t *target, bool pull)
 {
     cb_acquires++;
     cb_syncing++;
@@ -883,6 +889,16 @@ void cb_acquire(const uint32_t *target)
     /* in page order, once each: neighbours share a protection change, and
      * a page is owned once while its run waits */
     size_t nu = pages_unique(pages, np);
+    /* A pull's acquire (propagate.c) that drops a copy this node writes
+     * releases first: that copy's diff goes with the rest of the node's
+     * writes, not ahead of those made before it (a flag and its ack on one
+     * page: the flag reached the poller before the data written first) */
+    for (size_t i = 0; pull && i < nu; i++)
+        if (written_copy(pages[i])) {
+            atomic_store(&cb.release_ns, cb_now_ns());
+            close_interval();
+            break;
+        }
     cb_waiter_t *acks = cb_waiter_new();
     uint32_t *held = malloc(4 * (nu ? nu : 1)); /* states of the pages owned until the run ends */
     if (!held)
@@ -936,6 +952,9 @@ void cb_acquire(const uint32_t *target)
     cb_mutex_unlock(&cb.release_mu);
     cb_syncing--;
 }
+
+void cb_acquire(const uint32_t *target) { acquire(target, false); }
+void cb_acquire_pull(const uint32_t *target) { acquire(target, true); }
 
 /* ---- collecting the notice logs ----
  * A node needs an interval's notices until it applied them (its acquire)

@@ -309,6 +309,8 @@ void cb_send_freed(int node, uint32_t type, uint64_t addr, bool now);
 uint64_t cb_freed_decode(const void *p, size_t len, uint32_t *vc_out);
 uint64_t cb_freed_addr(const void *p, uint64_t i);
 void cb_acquire(const uint32_t *vc);   /* invalidate up to vc (log must hold it) */
+/* ... for a pull (propagate.c): a release first if a copy written here goes */
+void cb_acquire_pull(const uint32_t *vc);
 /* Encode the notices in (from, my vc] into a malloc'd buffer; vc_out (if
  * not NULL) gets the vc encoded, which another thread may advance right after. */
 void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out);

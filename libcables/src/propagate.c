@@ -156,7 +156,7 @@ static void tick_end(void)
     }
     cb_mutex_unlock(&q_mu);
     if (done) {
-        cb_acquire(target);
+        cb_acquire_pull(target);
         STAT_ADD(pulls, 1);
     }
 }
@@ -240,7 +240,7 @@ bool cb_pull(uint64_t age_ns)
     memcpy(target, mine, sizeof target);
     cb_msg_t m = { .type = M_PULL, .a = age_ns };
     cb_ask_all(mask, &m, mine, sizeof mine, pulled, target);
-    cb_acquire(target);
+    cb_acquire_pull(target);
     STAT_ADD(pulls, 1);
     return memcmp(target, mine, sizeof target) != 0;
 }

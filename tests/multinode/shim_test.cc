@@ -772,6 +772,25 @@ TEST(Propagation, PollersAndSpinnersSeeWrites)
     EXPECT_EQ(o["spin_seen"], "0") << off.describe();
 }
 
+// Data published by a plain flag (bench/pthreads/flag_publish: a writer
+// fills 8 pages, then sets seq; main, at the data's home, waits for seq,
+// checks the data, sets ack beside seq) reads in order: a pull's acquire
+// that drops the writer's copy of the seq/ack page releases all its writes
+// first.  Before, most of the rounds read stale data.  (Apart from the
+// home, order is not promised: README.)
+TEST(Propagation, DataPublishedByAFlagAtItsHomeIsInOrder)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    for (const char *tls : { "shm", "tcp" }) {
+        auto res = mn::run_cables(2, tls, relinked("bench/pthreads/flag_publish"), { "500", "home" });
+        auto r = mn::parse_result(res.output);
+        ASSERT_TRUE(res.exited && res.exit_code == 0) << res.describe();
+        EXPECT_EQ(r["rounds"], "500") << res.describe();
+        EXPECT_EQ(r["stale_rounds"], "0") << tls << "\n" << res.describe();
+    }
+}
+
 // The program's output into a pipe that closes (| head -n 1) ends it as
 // it ends a process: killed by SIGPIPE, whichever node's thread printed,
 // without a word from mpirun (before: status 1 and mpirun's "SIGPIPE
