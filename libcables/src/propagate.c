@@ -6,20 +6,24 @@
  * nodes of their own such a thread would never see the write.  A pull
  * makes every other node release what it wrote (if its last release began
  * long enough ago) and answer with the write notices this node lacks,
- * which it then acquires: its copies of the pages written go, and their
- * next reads fetch what the homes hold.  Pulls are made
+ * which it then acquires (cb_acquire_pull: a copy written here that goes
+ * is released with the rest of this node's writes first): its copies of
+ * the pages written go, and their next reads fetch what the homes hold.
+ * Pulls are made
  *  - by a thread that sleeps or yields without acquiring (pthread_shim's
- *    poll_point: after 1 ms of that, then at gaps doubling up to
- *    CABLES_PROPAGATE); the others release whatever they wrote;
+ *    poll_point: after 200 us of that, then at gaps doubling up to
+ *    CABLES_PROPAGATE, from 200 us again after news); the others release
+ *    whatever they wrote;
  *  - every CABLES_PROPAGATE seconds (0.25; 0: no pulls) by this node's
  *    server thread while a program thread runs here (a spin makes no
  *    call); the others release if their last release began half that
  *    ago or more.
- * So a write is seen within about one period, or within the poller's gap.
- * A pull is answered by the asked node's server thread (a release waits
- * for the homes' acknowledgements, which the communication thread must
- * receive), which never waits for another node: its own pull's answers
- * come to its queue.  A program that
+ * So a write is seen within about one period, or within the poller's gap;
+ * in order with the writer's earlier writes only where the reader reads
+ * them at their home (README).  A pull is answered by the asked node's
+ * server thread (a release waits for the homes' acknowledgements, which
+ * the communication thread must receive), which never waits for another
+ * node: its own pull's answers come to its queue.  A program that
  * synchronizes needs none of this; it costs it a few messages a second,
  * and a release of a node that did not release for half a period. */
 #include <linux/futex.h>
@@ -89,12 +93,18 @@ void cb_on_pull(const cb_msg_t *m, const void *p, size_t len)
     server_wake();
 }
 
-/* the answer to the server's pull from m->src: its notices */
+/* node k's answer to a pull: its notices, merged; its vc in v */
+static void take_answer(int k, const void *p, size_t len, uint32_t *v)
+{
+    cb_notices_merge(p, len, v);
+    cb_known_update(k, v);
+}
+
+/* the answer to the server's pull from m->src */
 void cb_on_pull_reply(const cb_msg_t *m, const void *p, size_t len)
 {
     cb_vc_t v;
-    cb_notices_merge(p, len, v);
-    cb_known_update(m->src, v);
+    take_answer(m->src, p, len, v);
     cb_mutex_lock(&q_mu);
     bool last = false;
     if (tick_out >> m->src & 1) { /* (else given up: the node left) */
@@ -225,8 +235,7 @@ static void *serve_main(void *arg)
 static void pulled(int k, const cb_waiter_t *w, void *arg)
 {
     cb_vc_t v;
-    cb_notices_merge(w->data, w->len, v);
-    cb_known_update(k, v);
+    take_answer(k, w->data, w->len, v);
     cb_vc_max(arg, v);
 }
 
