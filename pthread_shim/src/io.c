@@ -1074,13 +1074,16 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
  * which release consistency alone never shows it: after 200 us of that it
  * pulls the other nodes' writes (propagate.c), then again at gaps doubling
  * up to CABLES_PROPAGATE while it goes on, or from 200 us again after a
- * pull that brought news (a handoff through plain flags: a new wait). */
+ * pull that brought news (a handoff through plain flags: a new wait).
+ * Not from a signal handler that interrupted its pull (poll_busy), whose
+ * locks it holds. */
+static __thread int poll_busy;
 static void poll_point(void)
 {
     static __thread uint32_t seen;
     static __thread uint64_t gap, next;
-    if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing || cb.cfg.propagate <= 0 ||
-        atomic_load(&cb.nnodes) < 2)
+    if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing || poll_busy ||
+        cb.cfg.propagate <= 0 || atomic_load(&cb.nnodes) < 2)
         return;
     uint64_t now = cb_now_ns();
     const uint64_t first = 200000, most = (uint64_t)(cb.cfg.propagate * 1e9);
@@ -1093,7 +1096,9 @@ static void poll_point(void)
     if (now < next)
         return;
     bool news;
+    poll_busy++;
     AS_RUNTIME(news = cb_pull(0));
+    poll_busy--;
     seen = cb_acquires;
     static _Atomic bool noted;
     if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
