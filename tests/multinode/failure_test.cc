@@ -246,6 +246,11 @@ TEST(Launcher, NotRelinkedIsRefused)
     EXPECT_TRUE(res.exited && res.exit_code == 2) << res.describe();
     EXPECT_NE(res.output.find("is not linked with libcables"), std::string::npos) << res.describe();
     EXPECT_EQ(res.output.find("hello"), std::string::npos) << res.describe();
+    // a bare name is looked up in PATH, not taken for the shell's builtin
+    // (before: "'echo' is not an executable program")
+    auto bare = mn::run({ mn::launcher(), "-n", "2", "--", "echo", "hello" }, {}, 60);
+    EXPECT_TRUE(bare.exited && bare.exit_code == 2) << bare.describe();
+    EXPECT_NE(bare.output.find("/echo' is not linked with libcables"), std::string::npos) << bare.describe();
 }
 
 // A low limit of open files: mpirun failed to make its pipes and the run
