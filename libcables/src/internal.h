@@ -821,6 +821,7 @@ typedef struct {
     _Atomic int std_master;
     bool forked; /* a child of fork: the memory its own, no runtime (pthread_shim's process.c) */
     _Atomic int app_threads; /* the program's threads running on this node (thread.c) */
+    _Atomic int app_blocked; /* ... of them asleep in a wait of the runtime's (sys.c) */
     _Atomic uint64_t release_ns; /* when this node's last release began (hlrc.c) */
 } cb_ctx_t;
 #define CB_PROGRAM_BYTES (8192 - 8)

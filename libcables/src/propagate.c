@@ -15,9 +15,12 @@
  *    CABLES_PROPAGATE, from 200 us again after news); the others release
  *    whatever they wrote;
  *  - every CABLES_PROPAGATE seconds (0.25; 0: no pulls) by this node's
- *    server thread while a program thread runs here (a spin makes no
- *    call); the others release if their last release began half that
- *    ago or more.
+ *    server thread while a program thread here runs (is not asleep in a
+ *    wait of the runtime's: a spin makes no call); the others release if
+ *    their last release began two periods ago or more (a long phase
+ *    without a release pays one every half second, not more).  A join
+ *    releases first (main: stop = 1; pthread_join, while the thread
+ *    joined spins on stop).
  * So a write is seen within about one period, or within the poller's gap;
  * in order with the writer's earlier writes only where the reader reads
  * them at their home (README).  A pull is answered by the asked node's
@@ -25,7 +28,7 @@
  * the communication thread must receive), which never waits for another
  * node: its own pull's answers come to its queue.  A program that
  * synchronizes needs none of this; it costs it a few messages a second,
- * and a release of a node that did not release for half a period. */
+ * and a release of a node that did not release for two periods. */
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,8 +224,8 @@ static void *serve_main(void *arg)
         uint64_t now = cb_now_ns();
         if (now >= next_tick) {
             next_tick = now + period;
-            if (!ticking && atomic_load(&cb.app_threads) > 0)
-                tick_start(period / 2);
+            if (!ticking && atomic_load(&cb.app_threads) > atomic_load(&cb.app_blocked))
+                tick_start(2 * period);
         }
         /* a node that leaves never answers: looked at again in 100 ms */
         uint64_t until = next_tick;
@@ -259,7 +262,7 @@ void cb_propagate_start(void)
     if (!cb.multi || cb.cfg.propagate <= 0)
         return;
     serving = true;
-    int rc = cb_thread_start_sized(&server, serve_main, NULL, 256 << 10);
+    int rc = cb_thread_start_sized(&server, serve_main, NULL, 1 << 20);
     if (rc)
         cb_die("node %d: cannot start the thread that propagates writes to pollers: %s "
                "(CABLES_PROPAGATE=0 runs without)", cb.self, strerror(rc));

@@ -67,6 +67,13 @@ void cb_waiter_poke(cb_waiter_t *w)
         cb_futex_wake(&w->done);
 }
 
+/* a program's thread asleep in the runtime: not spinning (propagate.c) */
+static void blocked(int d)
+{
+    if (cb_app_thread)
+        atomic_fetch_add(&cb.app_blocked, d);
+}
+
 void cb_waiter_wait(cb_waiter_t *w)
 {
     for (int i = 0; i < 200; i++) {
@@ -77,8 +84,10 @@ void cb_waiter_wait(cb_waiter_t *w)
     uint32_t v = 0;
     if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
         return;
+    blocked(1);
     while (!rearm(w))
         cb_futex_wait(&w->done, 2);
+    blocked(-1);
 }
 
 void cb_waiter_wake(cb_waiter_t *w)
@@ -94,15 +103,9 @@ void cb_waiter_wait_pending(cb_waiter_t *w)
         cb_futex_wait(&w->pending, v);
 }
 
-/* Sleep until w is done (1), the deadline passes (0; UINT64_MAX: none),
- * with t, t's cancellation is asked and enabled (-1), or, with intr, a
- * handler ran on this thread (-2): the kernel restarts an untimed sleep
- * after a handler with SA_RESTART, and ends a timed one after any. */
-static int wait_core(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t, bool intr)
+/* wait_core's sleep */
+static int wait_loop(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t, bool intr)
 {
-    uint32_t v = 0;
-    if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
-        return 1;
     while (!rearm(w)) {
         uint64_t now = cb_now_ns();
         if (t && atomic_load(&t->cancel) && !t->cancel_off)
@@ -120,6 +123,21 @@ static int wait_core(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t, bool intr)
             return -2;
     }
     return 1;
+}
+
+/* Sleep until w is done (1), the deadline passes (0; UINT64_MAX: none),
+ * with t, t's cancellation is asked and enabled (-1), or, with intr, a
+ * handler ran on this thread (-2): the kernel restarts an untimed sleep
+ * after a handler with SA_RESTART, and ends a timed one after any. */
+static int wait_core(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t, bool intr)
+{
+    uint32_t v = 0;
+    if (!atomic_compare_exchange_strong(&w->done, &v, 2) && v == 1)
+        return 1;
+    blocked(1);
+    int r = wait_loop(w, deadline, t, intr);
+    blocked(-1);
+    return r;
 }
 
 static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)

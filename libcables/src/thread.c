@@ -353,6 +353,10 @@ static int join_post(uint64_t t, int *node, cb_waiter_t **w)
         return ESRCH;
     if (cb_app_thread && t == cb_tid)
         return EDEADLK;
+    /* what this thread wrote goes out first: the thread joined may spin
+     * on it (main: stop = 1; pthread_join), and a spin is shown only
+     * released writes (propagate.c) */
+    cb_release();
     *w = cb_waiter_new();
     cb_msg_t m = { .type = M_JOIN, .a = t };
     cb_call_post(*node, &m, NULL, 0, *w);
