@@ -444,6 +444,7 @@ void cb_twin_take(uint64_t p)
 /* the interval's writes to their homes, and its notices (release_mu held) */
 static void close_interval(void)
 {
+    atomic_store(&cb.release_ns, cb_now_ns());
     uint32_t *list;
     cb_claims_wait(); /* a claim lost is a copy whose writes go in this release */
     uint32_t *homed, n = cb_plist_take(&cb.dirty, &list), nh = cb_plist_take(&cb.homed, &homed);
@@ -676,7 +677,6 @@ void cb_release(void)
         cb_release_hook();
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
-    atomic_store(&cb.release_ns, cb_now_ns());
     cb_mutex_lock(&freed_mu); /* those queued before this release began */
     freed_t *go = freed;
     size_t ngo = nfreed;
@@ -895,7 +895,6 @@ static void acquire(const uint32_t *target, bool pull)
      * page: the flag reached the poller before the data written first) */
     for (size_t i = 0; pull && i < nu; i++)
         if (written_copy(pages[i])) {
-            atomic_store(&cb.release_ns, cb_now_ns());
             close_interval();
             break;
         }

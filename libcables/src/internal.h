@@ -90,6 +90,8 @@ void cables_end_from_fini(void);
 void cb_cxx_streams(void);
 void *cb_libc(const char *name); /* libc's definition of name, past the shim's */
 void cb_futex_wait(_Atomic uint32_t *w, uint32_t val);
+/* ... until the deadline (cb_now_ns; UINT64_MAX: none): the system call's result */
+int cb_futex_wait_until(_Atomic uint32_t *w, uint32_t val, uint64_t deadline);
 void cb_futex_wake(_Atomic uint32_t *w);
 uint64_t cb_now_ns(void);
 

@@ -29,12 +29,8 @@
  * node: its own pull's answers come to its queue.  A program that
  * synchronizes needs none of this; it costs it a few messages a second,
  * and a release of a node that did not release for two periods. */
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -174,16 +170,6 @@ static void tick_end(void)
     }
 }
 
-static void sleep_until(uint32_t seq, uint64_t deadline)
-{
-    uint64_t now = cb_now_ns();
-    if (now >= deadline)
-        return;
-    struct timespec ts = { (time_t)((deadline - now) / 1000000000ull),
-                           (long)((deadline - now) % 1000000000ull) };
-    syscall(SYS_futex, (uint32_t *)&q_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
-}
-
 static void *serve_main(void *arg)
 {
     (void)arg;
@@ -231,7 +217,7 @@ static void *serve_main(void *arg)
         uint64_t until = next_tick;
         if (ticking && now + 100000000ull < until)
             until = now + 100000000ull;
-        sleep_until(seq, until);
+        cb_futex_wait_until(&q_seq, seq, until);
     }
 }
 

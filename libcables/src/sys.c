@@ -10,10 +10,19 @@
 
 #include "internal.h"
 
-void cb_futex_wait(_Atomic uint32_t *w, uint32_t val)
+int cb_futex_wait_until(_Atomic uint32_t *w, uint32_t val, uint64_t deadline)
 {
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+    struct timespec ts, *tp = NULL;
+    if (deadline != UINT64_MAX) {
+        uint64_t now = cb_now_ns(), left = deadline > now ? deadline - now : 0;
+        ts.tv_sec = (time_t)(left / 1000000000ull);
+        ts.tv_nsec = (long)(left % 1000000000ull);
+        tp = &ts;
+    }
+    return (int)syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
 }
+
+void cb_futex_wait(_Atomic uint32_t *w, uint32_t val) { cb_futex_wait_until(w, val, UINT64_MAX); }
 
 void cb_futex_wake(_Atomic uint32_t *w)
 {
@@ -112,14 +121,7 @@ static int wait_loop(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t, bool intr)
             return -1;
         if (now >= deadline)
             return 0;
-        struct timespec ts, *tp = NULL;
-        if (deadline != UINT64_MAX) {
-            ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
-            ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
-            tp = &ts;
-        }
-        if (syscall(SYS_futex, (uint32_t *)&w->done, FUTEX_WAIT_PRIVATE, 2, tp, NULL, 0) &&
-            errno == EINTR && intr)
+        if (cb_futex_wait_until(&w->done, 2, deadline) && errno == EINTR && intr)
             return -2;
     }
     return 1;
