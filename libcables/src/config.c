@@ -221,6 +221,10 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_TEST_SPAWN_STALL")) && whole(v, 0, 3600, &c->test_spawn_stall))
         cb_die("CABLES_TEST_SPAWN_STALL='%s' must be a whole number of seconds from 0 (for "
                "ever) to 3600", v);
+    c->test_env_drop_us = 0;
+    if ((v = env("CABLES_TEST_ENV_DROP_US")) && whole(v, 0, 100000, &c->test_env_drop_us))
+        cb_die("CABLES_TEST_ENV_DROP_US='%s' must be a whole number of microseconds from 0 to "
+               "100000", v);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads_per_node = cores > 0 ? (int)cores : 1;
     if ((v = env("CABLES_THREADS_PER_NODE")) &&

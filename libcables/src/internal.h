@@ -472,6 +472,7 @@ void cb_psig_tick(bool readable);
 void cb_psig_replay(int k);
 void cb_psig_announce(void);    /* the master: where the launcher sends it signals */
 bool cb_launcher_var(const char *e); /* start.c: "NAME=value" is one of the launcher's */
+void cb_launcher_env_drop(void);     /* start.c: they leave environ */
 void cb_stdout_as_launcher(void); /* stdout.c: the nodes' stdout and stderr are cables-run's */
 int cb_mpirun_stderr(void);       /* mpirun's stderr, which cables-run reads (2 or a copy) */
 const char *cb_boot_id(void);   /* node.c: this machine's boot id ("": unknown) */

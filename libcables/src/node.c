@@ -492,6 +492,7 @@ void cb_node_start(int *argc, char ***argv)
     cb_fault_init();
     cb_comm_run();
     if (cb.multi && cb.self != 0) {
+        cb_launcher_env_drop(); /* before the master's changes can come */
         cb_msg_t h = { .type = M_HELLO };
         cb_call_post(0, &h, me, len, &joined);
         join_wait();

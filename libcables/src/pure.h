@@ -79,6 +79,8 @@ typedef struct {
     bool poll_note;        /* a note, once a node, when that showed a poller writes */
     int test_spawn_stall; /* testing: a node attached on demand sleeps this long (0: for ever)
                              before MPI_Init, as when Open MPI's spawn hangs; -1: off */
+    int test_env_drop_us; /* testing: microseconds a node takes for each variable of its
+                             environment as it drops the launcher's (start.c); 0: off */
     int threads_per_node; /* a node's capacity: more threads attach a new node */
     int max_nodes;        /* nodes present at once, attached ones included (0: the launched) */
     int page_group;       /* pages one fault handles: a first touch homes the aligned group; a

@@ -147,12 +147,21 @@ bool cb_launcher_var(const char *e)
     return false;
 }
 
-static void drop_launcher_env(void)
+/* In place, without libc's lock on the environment: on a node other than
+ * the master, before it says hello (node.c), after which the master's
+ * changes of the environment (proc.c) come on the communication thread.
+ * Later, the two raced: libc's setenv of a change copied or reallocated
+ * the array this compacted, and a variable was lost, or the heap broken
+ * (an attached node's getenv failed, or it died of SIGSEGV). */
+void cb_launcher_env_drop(void)
 {
     char **out = environ;
-    for (char **e = environ; *e; e++)
+    for (char **e = environ; *e; e++) {
+        if (cb.cfg.test_env_drop_us) /* a test's: the window wider */
+            usleep((useconds_t)cb.cfg.test_env_drop_us);
         if (!cb_launcher_var(*e))
             *out++ = *e;
+    }
     *out = NULL;
 }
 
@@ -221,13 +230,11 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
     pthread_sigmask(SIG_BLOCK, &procs, &was);
     cb_node_start(&argc, &argv);
     pthread_sigmask(SIG_SETMASK, &was, NULL);
-    if (cb.self != 0) {
-        drop_launcher_env();
+    if (cb.self != 0)
         cb_node_serve(); /* does not return; the program's destructors never run here */
-    }
     cb_thread_main_start();
     cb_psig_thread_start();
     cb_psig_announce();
-    drop_launcher_env();
+    cb_launcher_env_drop();
     return real(cables_main, argc, argv, init, fini, rtld_fini, stack_end);
 }

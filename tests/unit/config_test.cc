@@ -87,7 +87,8 @@ protected:
                                             "CABLES_FETCH", "CABLES_CLAIM", "CABLES_LOG_GC", "CABLES_QUIET",
                                             "CABLES_PAGE_GROUP", "CABLES_FETCH_PAGES", "CABLES_STORE_AHEAD",
                                             "CABLES_ATTACH_TIMEOUT", "CABLES_TEST_SPAWN_STALL",
-                                            "CABLES_AS_LIMIT", "CABLES_PROPAGATE", "CABLES_POLL_NOTE"};
+                                            "CABLES_AS_LIMIT", "CABLES_PROPAGATE", "CABLES_POLL_NOTE",
+                                            "CABLES_TEST_ENV_DROP_US"};
     const size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     void SetUp() override { for (auto v : kVars) unsetenv(v); }
     void TearDown() override { SetUp(); }
@@ -190,9 +191,12 @@ TEST_F(ConfigLoad, GoodValues)
     EXPECT_DOUBLE_EQ(Load().attach_timeout, 90.0);
     setenv("CABLES_ATTACH_TIMEOUT", "2.5", 1);
     setenv("CABLES_TEST_SPAWN_STALL", "0", 1);
+    EXPECT_EQ(Load().test_env_drop_us, 0);
+    setenv("CABLES_TEST_ENV_DROP_US", "300", 1);
     c = Load();
     EXPECT_DOUBLE_EQ(c.attach_timeout, 2.5);
     EXPECT_EQ(c.test_spawn_stall, 0);
+    EXPECT_EQ(c.test_env_drop_us, 300);
 
     setenv("CABLES_STATS", "0", 1);
     setenv("CABLES_HOME_POLICY", "round-robin", 1);
@@ -280,6 +284,7 @@ TEST_F(ConfigLoadDeathTest, BadValuesExitNamingTheVariable)
         {"CABLES_TEST_SPAWN_STALL", "-1"}, {"CABLES_TEST_SPAWN_STALL", "x"},
         {"CABLES_PROPAGATE", "-1"},     {"CABLES_PROPAGATE", "10s"},
         {"CABLES_PROPAGATE", "0.0001"}, {"CABLES_POLL_NOTE", "10"},
+        {"CABLES_TEST_ENV_DROP_US", "-1"}, {"CABLES_TEST_ENV_DROP_US", "100001"},
     };
     for (auto &b : bad) {
         SetUp();
