@@ -5,10 +5,12 @@
  * (one page).  No lock, no barrier: on libcables the handoffs go by
  * propagation to pollers (README), which does not promise the order.
  *
- *   flag_publish [ROUNDS [home|apart]]
+ *   flag_publish [ROUNDS [home|apart [spin]]]
  *
  * home (default): main reads, on the node of the data's home (the master);
- * apart: a second thread reads (cables-run -n 3: on a third node).
+ * apart: a second thread reads (cables-run -n 3: on a third node); spin:
+ * the reader spins on seq without yielding (propagation's periodic pulls
+ * show it seq: CABLES_PROPAGATE sets their period).
  * RESULT rounds=R stale_rounds=S stale_words=W us_per_round=U: rounds in
  * which the reader saw seq before some of the data written ahead of it. */
 #include <pthread.h>
@@ -22,6 +24,7 @@ enum { PAGES = 8, WORDS = 512, STEP = 64 };
 static volatile long data[PAGES][WORDS];
 static volatile long seq, ack;
 static long rounds, stale_rounds, stale_words;
+static int spin;
 
 static void *writer(void *arg)
 {
@@ -42,7 +45,8 @@ static void *reader(void *arg)
     (void)arg;
     for (long i = 1; i <= rounds; i++) {
         while (seq < i)
-            sched_yield();
+            if (!spin)
+                sched_yield();
         long n = 0;
         for (int p = 0; p < PAGES; p++)
             for (int w = 0; w < WORDS; w += STEP)
@@ -58,8 +62,9 @@ int main(int argc, char **argv)
 {
     rounds = argc > 1 ? atol(argv[1]) : 1000;
     int apart = argc > 2 && !strcmp(argv[2], "apart");
-    if (rounds < 1 || (argc > 2 && !apart && strcmp(argv[2], "home"))) {
-        fprintf(stderr, "usage: flag_publish [ROUNDS [home|apart]]\n");
+    spin = argc > 3 && !strcmp(argv[3], "spin");
+    if (rounds < 1 || (argc > 2 && !apart && strcmp(argv[2], "home")) || (argc > 3 && !spin)) {
+        fprintf(stderr, "usage: flag_publish [ROUNDS [home|apart [spin]]]\n");
         return 2;
     }
     struct timespec t0, t1;

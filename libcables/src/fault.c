@@ -118,7 +118,9 @@ static bool rma_any(void)
  * page is moving to this node (the caller lets the move land, then
  * faults again). */
 enum { FETCH_RETRY = -2, FIRST_REFRESH = 4 };
-static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t *runs)
+/* *pulled: one of the pages a pull's acquire dropped (propagate.c) */
+static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t *runs,
+                 bool *pulled)
 {
     uint32_t want = *runs;
     uint64_t t0 = cb_now_ns();
@@ -205,6 +207,9 @@ fetched:
      * again after an invalidation for CABLES_REFRESH acquires, the pages of
      * a first fetch for FIRST_REFRESH (at most that): a remote read costs
      * a fraction of the protection change an invalidation costs here */
+    for (uint32_t r = 0; r < *runs; r++)
+        for (uint32_t i = 0; i < *got; i++)
+            *pulled |= cb_bit_take(cb.pulled, p + r * stride + i);
     if (cb.cfg.refresh) {
         uint8_t first = (uint8_t)(cb.cfg.refresh < FIRST_REFRESH ? cb.cfg.refresh : FIRST_REFRESH);
         for (uint32_t r = 0; r < *runs; r++)
@@ -405,7 +410,7 @@ int cb_fault(uint64_t p, bool write)
 {
     uint32_t s = cb_page_own(p);
     int home = cb_home_cached(p);
-    bool fetched = false;
+    bool fetched = false, pulled = false;
     uint32_t got = 1, next_state[CB_MAX_PAGE_GROUP], nnext = 0;
     uint32_t run_state[CB_MAX_FETCH_PAGES], taken = 1, runs = 1;
     uint64_t stride = 0;
@@ -425,7 +430,7 @@ int cb_fault(uint64_t p, bool write)
                 got = limit;
             }
             taken = runs = take_runs(p, -1, got, &stride, run_state);
-            home = fetch(p, -1, &got, stride, &runs);
+            home = fetch(p, -1, &got, stride, &runs, &pulled);
             fetched = home >= 0 && home != cb.self;
             if (home < 0)
                 got = 1;
@@ -447,7 +452,7 @@ int cb_fault(uint64_t p, bool write)
         nnext = take_next(p, home, fetch_limit(write), next_state);
         got = 1 + nnext;
         taken = runs = take_runs(p, home, got, &stride, run_state);
-        home = fetch(p, home, &got, stride, &runs);
+        home = fetch(p, home, &got, stride, &runs, &pulled);
         fetched = home >= 0;
         if (home < 0)
             got = 1;
@@ -549,6 +554,8 @@ int cb_fault(uint64_t p, bool write)
         if (is_home) STAT_ADD(home_faults, 1);
     }
     cb_page_unown(p, st.next);
+    if (pulled && home != cb.self)
+        cb_after_fetch(p); /* what came may be newer than the notices acquired */
     return 0;
 }
 

@@ -61,6 +61,7 @@ void cb_gas_init(void)
     cb.sum_seeds[cb.self] = cb_now_ns() ^ (uint64_t)cb_pid() << 32;
     cb.sum_stale = cb_reserve(cb.npages / 8 + 8);
     cb.quiet = cb_reserve(cb.npages / 8 + 8);
+    cb.pulled = cb_reserve(cb.npages / 8 + 8);
     cb.read_marks = cb_reserve(cb.npages); /* registered for remote writes (rma.c) */
     cb.idle = cb_reserve(cb.npages);
     cb.claim_ok = cb_reserve(cb.npages / 8 + 8);

@@ -399,6 +399,31 @@ static size_t pages_unique(uint32_t *a, size_t n)
  * since last written (7); only under release_mu. */
 enum { IDLE_GRACE = 8, IDLE_LEVELS = 1, IDLE_COUNT = 31, IDLE_PROTECTED = 128 };
 
+/* A snapshot release (cb_release_snapshot: made for a pull by another
+ * thread than the program's, which go on writing) first owns every page
+ * it lists and write-protects the writable ones, then diffs them: the
+ * interval holds each thread's writes up to one point of its program.
+ * Before, it diffed page after page while they ran: a flag written after
+ * its data, on a page diffed later, went with this release and the data
+ * with the next (a poller elsewhere saw the flag, then stale data).
+ * Those that stay writable are opened again at its end (under release_mu). */
+static struct {
+    bool on;
+    uint32_t n;
+    uint32_t *page, *state; /* as many as the pages listed */
+} reopen;
+
+/* p, owned, goes to state next (unless writable in a snapshot: at its end) */
+static void let_go(uint64_t p, uint32_t next)
+{
+    if (!reopen.on || (next & PG_ACC) != PG_RW) {
+        cb_page_unown(p, next);
+        return;
+    }
+    reopen.page[reopen.n] = (uint32_t)p;
+    reopen.state[reopen.n++] = next;
+}
+
 /* p (owned, its release state next) was found unwritten: true if it
  * stays writable for now, then listed for the next release and unowned */
 static bool idle_kept(uint64_t p, uint32_t next)
@@ -407,7 +432,7 @@ static bool idle_kept(uint64_t p, uint32_t next)
     if ((b & IDLE_COUNT) + 1 < (unsigned)IDLE_GRACE << level) {
         cb.idle[p] = (uint8_t)(b + 1);
         cb_plist_push(&cb.dirty, p);
-        cb_page_unown(p, next);
+        let_go(p, next);
         return true;
     }
     cb.idle[p] = (uint8_t)(IDLE_PROTECTED | level << 5);
@@ -441,15 +466,58 @@ void cb_twin_take(uint64_t p)
     STAT_ADD(twins, 1);
 }
 
-/* the interval's writes to their homes, and its notices (release_mu held) */
-static void close_interval(void)
+/* A snapshot's pages (the n listed at *list, then those listed
+ * meanwhile): each owned, and write-protected if writable (not a
+ * stack's: a write there by its thread is left out or in), as they come;
+ * then the pages listed meanwhile (a thread that went on to write pages
+ * not listed before), until none are: every write left out then (its page
+ * protected, or listed after the last look) comes after every write taken
+ * in.  SNAP_LOOKS at most (a thread that writes new pages on and on).
+ * *list becomes a malloc'd copy, in page order; their states in *pre. */
+enum { SNAP_LOOKS = 8 };
+static uint32_t snapshot_take(uint32_t **list, uint32_t n, uint32_t **pre)
+{
+    uint32_t *all = NULL, total = 0;
+    cb_prot_run_t run = { 0 };
+    for (int look = 1; n; look++) {
+        if (!(all = realloc(all, 4 * ((size_t)total + n))))
+            cb_die("out of memory closing an interval");
+        memcpy(all + total, *list, 4 * (size_t)n); /* (the list's buffer is used again) */
+        for (uint32_t i = total; i < total + n; i++) {
+            uint32_t s = cb_page_own(all[i]);
+            /* not a stack's: always writable (page.c), and this thread's
+             * own is written here */
+            if ((s & PG_ACC) == PG_RW && !(s & PG_STACK))
+                cb_prot_run(&run, all[i], PROT_READ);
+        }
+        cb_prot_run_end(&run);
+        total += n;
+        n = look < SNAP_LOOKS ? cb_plist_take(&cb.dirty, list) : 0; /* none dropped */
+    }
+    total = (uint32_t)pages_unique(all, total); /* (none twice: each was owned) */
+    if (!(*pre = malloc(4 * ((size_t)total + 1))))
+        cb_die("out of memory closing an interval");
+    for (uint32_t i = 0; i < total; i++) /* as cb_page_own gave them */
+        (*pre)[i] = atomic_load(&cb.pst[all[i]]) & ~(uint32_t)(PG_BUSY | PG_WAITERS);
+    *list = all;
+    return total;
+}
+
+/* the interval's writes to their homes, and its notices (release_mu held);
+ * snapshot: as the comment of reopen says */
+static void close_interval(bool snapshot)
 {
     atomic_store(&cb.release_ns, cb_now_ns());
-    uint32_t *list;
+    uint32_t *list, *pre = NULL;
     cb_claims_wait(); /* a claim lost is a copy whose writes go in this release */
     uint32_t *homed, n = cb_plist_take(&cb.dirty, &list), nh = cb_plist_take(&cb.homed, &homed);
-    if (n == 0 && nh == 0)
+    if (snapshot)
+        n = snapshot_take(&list, n, &pre);
+    if (n == 0 && nh == 0) {
+        free(snapshot ? list : NULL);
+        free(pre);
         return;
+    }
     cb_waiter_t *acks = cb_waiter_new();
     diff_batch_t *batch = calloc(CB_MAX_NODES, sizeof *batch);
     /* the interval's written pages, and the pages it homed here; its mark
@@ -461,14 +529,22 @@ static void close_interval(void)
     /* pages to write-protect (written home pages, copies no longer
      * written) are protected with their neighbours, one call a run, and
      * stay owned until then: their states wait in held[] */
-    sort_pages(list, n);
-    uint32_t *held = malloc(4 * (size_t)n);
+    n = (uint32_t)pages_unique(list, n);
+    uint32_t *held = malloc(4 * (size_t)n + 1);
     if (!held)
         cb_die("out of memory closing an interval");
     cb_prot_run_t run = { 0 };
+    if (snapshot) {
+        reopen.page = malloc(4 * (size_t)n + 1);
+        reopen.state = malloc(4 * (size_t)n + 1);
+        if (!reopen.page || !reopen.state)
+            cb_die("out of memory closing an interval");
+        reopen.on = true;
+        reopen.n = 0;
+    }
     for (uint32_t i = 0; i < n; i++) {
         uint64_t p = list[i];
-        uint32_t s = cb_page_own(p);
+        uint32_t s = pre ? pre[i] : cb_page_own(p);
         int home = cb_home_cached(p);
         bool written = true;
         cb_page_step_t st = cb_page_next(s, home == cb.self, EV_RELEASE);
@@ -494,7 +570,7 @@ static void close_interval(void)
                     mark_put(mk, &nmk, p, cb.sums[p]);
                 }
                 cb_plist_push(&cb.dirty, p);
-                cb_page_unown(p, st.next);
+                let_go(p, st.next);
                 continue;
             }
             if (st.act & ACT_TWIN) {
@@ -515,7 +591,7 @@ static void close_interval(void)
             cb_plist_push(&cb.dirty, p);
             pages[nw++] = (uint32_t)p;
             cb_stat_page_written(p, cb.self);
-            cb_page_unown(p, st.next);
+            let_go(p, st.next);
             continue;
         }
         if (st.act & ACT_PROTECT) { /* a private home page: no diff */
@@ -541,7 +617,7 @@ static void close_interval(void)
             pages[nw++] = (uint32_t)p;
         if (written && home == cb.self)
             cb_stat_page_written(p, cb.self);
-        cb_page_unown(p, st.next);
+        let_go(p, st.next);
     }
     cb_prot_run_end(&run);
     for (uint32_t i = 0; i < n; i++) {
@@ -569,6 +645,18 @@ static void close_interval(void)
         cb_page_unown(p, held[i] & ~(uint32_t)PG_TWIN);
     }
     free(held);
+    if (snapshot) { /* its diffs taken: the pages that stay writable open again */
+        for (uint32_t k = 0; k < reopen.n; k++)
+            cb_prot_run(&run, reopen.page[k], PROT_READ | PROT_WRITE);
+        cb_prot_run_end(&run);
+        for (uint32_t k = 0; k < reopen.n; k++)
+            cb_page_unown(reopen.page[k], reopen.state[k]);
+        reopen.on = false;
+        free(reopen.page);
+        free(reopen.state);
+        free(pre);
+        free(list);
+    }
     diff_send_all(batch, acks);
     memcpy(pages + nw, homed, 4 * (size_t)nh); /* a page may be in both: noticed twice */
     nw += nh;
@@ -671,10 +759,8 @@ static void send_freed(freed_t *f, size_t n)
 __thread int cb_syncing CB_TLS;
 void (*cb_release_hook)(void);
 
-void cb_release(void)
+static void release(bool snapshot)
 {
-    if (cb_release_hook && cb_app_thread)
-        cb_release_hook();
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
     cb_mutex_lock(&freed_mu); /* those queued before this release began */
@@ -683,12 +769,21 @@ void cb_release(void)
     freed = NULL;
     nfreed = capfreed = 0;
     cb_mutex_unlock(&freed_mu);
-    close_interval();
+    close_interval(snapshot);
     send_freed(go, ngo);
     free(go);
     cb_mutex_unlock(&cb.release_mu);
     cb_syncing--;
 }
+
+void cb_release(void)
+{
+    if (cb_release_hook && cb_app_thread)
+        cb_release_hook();
+    release(false);
+}
+
+void cb_release_snapshot(void) { release(true); }
 
 static bool plist_any(cb_plist_t *l)
 {
@@ -851,7 +946,7 @@ static bool written_copy(uint64_t p)
 
 static void acquire(const uint32_t *target, bool pull)
 {
-    cb_acquires++;
+    cb_acquires += !pull;
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
     size_t np = 0, cap = 0, nmk = 0, capmk = 0;
@@ -895,7 +990,7 @@ static void acquire(const uint32_t *target, bool pull)
      * page: the flag reached the poller before the data written first) */
     for (size_t i = 0; pull && i < nu; i++)
         if (written_copy(pages[i])) {
-            close_interval();
+            close_interval(true); /* the program's threads run on */
             break;
         }
     cb_waiter_t *acks = cb_waiter_new();
@@ -910,13 +1005,18 @@ static void acquire(const uint32_t *target, bool pull)
         int home = cb_home_cached(p);
         cb_page_step_t st = cb_page_next(s, home == cb.self, EV_INVALIDATE);
         held[i] = UINT32_MAX;
-        if (st.act == ACT_PROTECT && (s & PG_ACC) == PG_RO && hot_copy(p, home)) {
+        /* not for a pull: a copy read now may hold writes of intervals
+         * not acquired yet, which a poller must not read before their
+         * notices (propagate.c: only a fetch is followed by a pull) */
+        if (!pull && st.act == ACT_PROTECT && (s & PG_ACC) == PG_RO && hot_copy(p, home)) {
             held[i] = s;
             refresh_add(&fresh, i, p, home, held);
             continue;
         }
         if (st.act & ACT_PROTECT)
             STAT_ADD(invalidations, 1);
+        if (pull && st.act & ACT_PROTECT) /* its next fetch is followed by a pull */
+            cb_bit_set(cb.pulled, p);
         if (st.act & ACT_PROTECT) {
             /* a dirty copy (ACT_DIFF, marked by PG_TWIN, which copies never
              * have) is diffed once protected: its own writes go to the home */

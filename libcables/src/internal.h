@@ -142,7 +142,7 @@ extern __thread cb_thr_t *cb_thr CB_TLS;
  * block freed elsewhere, whose acquire would wait for this one (a libc
  * function the runtime calls may malloc through the shim) */
 extern __thread int cb_syncing CB_TLS;
-extern __thread uint32_t cb_acquires CB_TLS; /* hlrc.c: this thread's acquires */
+extern __thread uint32_t cb_acquires CB_TLS; /* hlrc.c: this thread's acquires, pulls' aside */
 /* Wait for w, a deadline (false) or a cancellation of this thread (false,
  * with cb_thr->cancel set); cancellable only in application threads. */
 bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
@@ -300,6 +300,7 @@ void cb_sum_take(uint64_t p);          /* home page p's checksum (its twin) := n
 uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.c) */
 void cb_twin_drop(uint64_t p);         /* p (owned) needs its twin no more */
 void cb_release(void);                 /* flush this node's writes to homes */
+void cb_release_snapshot(void);        /* the same, while the program's threads write on */
 /* this node wrote since its last release, which began age_ns ago or more */
 bool cb_release_due(uint64_t age_ns);
 /* Tell node (a message of type: M_FREE, M_HEAP_FREE) that the shared block
@@ -342,6 +343,9 @@ void cb_on_fetch(const cb_msg_t *m);
  * age_ns ago or more) and this node acquires what they released; true if
  * that was news (intervals this node did not know) */
 bool cb_pull(uint64_t age_ns);
+/* A fetch of a copy a pull's acquire dropped is followed by a pull
+ * (cb_after_fetch, from the fault path: p the faulting page) */
+void cb_after_fetch(uint64_t p);
 void cb_propagate_start(void); /* its threads, once the node joined */
 void cb_propagate_stop(void);
 void cb_on_pull(const cb_msg_t *m, const void *p, size_t len);
@@ -795,6 +799,7 @@ typedef struct {
     uint64_t sum_seeds[CB_MAX_NODES]; /* node k's checksums' seed, this run's (node table) */
     _Atomic uint64_t *sum_stale; /* bit p: a diff landed after p's checksum (hlrc.c) */
     _Atomic uint64_t *quiet; /* bit p: home page p noticed, no copy left since (hlrc.c) */
+    _Atomic uint64_t *pulled; /* bit p: copy p dropped by a pull's acquire (propagate.c) */
     _Atomic uint8_t *read_marks; /* byte p: another node read home page p in place (rma.c) */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */

@@ -21,11 +21,35 @@
  *    without a release pays one every half second, not more).  A join
  *    releases first (main: stop = 1; pthread_join, while the thread
  *    joined spins on stop).
- * So a write is seen within about one period, or within the poller's gap;
- * in order with the writer's earlier writes only where the reader reads
- * them at their home (README).  A pull is answered by the asked node's
- * server thread (a release waits for the homes' acknowledgements, which
- * the communication thread must receive), which never waits for another
+ * So a write is seen within about one period, or within the poller's gap.
+ *
+ * In order: a thread shown writes by a pull must not read one before the
+ * writes made ahead of it (data, then the flag that says it is there).
+ * Three things kept it from that:
+ *  - a release made for a pull diffed page after page while the
+ *    program's threads wrote on: a flag written after its data, on a page
+ *    diffed later, went with this release and the data with the next.
+ *    Such releases now write-protect every page first (hlrc.c, snapshot);
+ *  - a copy fetched (or refreshed in place) after an acquire may hold
+ *    writes of intervals released since, whose notices this node has not
+ *    acquired: the flag read, its data's copy still valid and old.  Now a
+ *    copy a pull's acquire dropped (cb.pulled) is, once fetched again,
+ *    followed by a pull that asks no release (cb_after_fetch): every
+ *    interval whose diffs the fetch may have read was closed before the
+ *    pull's answers (an answer waits for a release in progress there), so
+ *    the data's copies go.  If that pull dropped the page just fetched, its
+ *    next read fetches it again (AFTER_FETCH_MAX times in a row at most,
+ *    then it is kept as it came: a page written on and on, whose next
+ *    interval drops it again soon).  A pull's acquire refreshes no copy in
+ *    place: it invalidates.  A program that synchronizes has its copies
+ *    dropped by pulls rarely (periodic ones, two periods apart);
+ *  - writes a node makes to its own home pages are read there in place,
+ *    released or not: a flag whose home is its writer's node may still
+ *    be seen before that node's data elsewhere (README, Known limits).
+ *
+ * A pull is answered by the asked node's server thread (a release waits
+ * for the homes' acknowledgements, which the communication thread must
+ * receive), which never waits for another
  * node: its own pull's answers come to its queue.  A program that
  * synchronizes needs none of this; it costs it a few messages a second,
  * and a release of a node that did not release for two periods. */
@@ -116,6 +140,20 @@ void cb_on_pull_reply(const cb_msg_t *m, const void *p, size_t len)
         server_wake();
 }
 
+/* an answer holds every interval closed before it: one closing now (its
+ * diffs applied at their homes, its notices not logged yet) first */
+static void answer_all(req_t *r)
+{
+    cb_mutex_lock(&cb.release_mu);
+    cb_mutex_unlock(&cb.release_mu);
+    while (r) {
+        req_t *next = r->next;
+        answer(&r->m, r->vc);
+        free(r);
+        r = next;
+    }
+}
+
 static uint64_t open_nodes(void)
 {
     uint64_t mask = 0;
@@ -191,17 +229,12 @@ static void *serve_main(void *arg)
                     age = q->m.a;
             uint64_t t0 = cb_now_ns();
             if (t0 >= resume && cb_release_due(age)) {
-                cb_release();
+                cb_release_snapshot(); /* the program's threads run on */
                 uint64_t t1 = cb_now_ns();
                 resume = t1 + 9 * (t1 - t0);
                 STAT_ADD(pull_releases, 1);
             }
-            while (r) {
-                req_t *next = r->next;
-                answer(&r->m, r->vc);
-                free(r);
-                r = next;
-            }
+            answer_all(r);
             continue;
         }
         if (quit)
@@ -228,11 +261,14 @@ static void pulled(int k, const cb_waiter_t *w, void *arg)
     cb_vc_max(arg, v);
 }
 
+static __thread bool pulling CB_TLS; /* in cb_pull: not again (a handler that interrupted it) */
+
 bool cb_pull(uint64_t age_ns)
 {
-    uint64_t mask = pull_ok() ? open_nodes() : 0;
+    uint64_t mask = pull_ok() && !pulling ? open_nodes() : 0;
     if (!mask)
         return false;
+    pulling = true;
     cb_vc_t mine, target;
     cb_vc_get(mine);
     memcpy(target, mine, sizeof target);
@@ -240,7 +276,27 @@ bool cb_pull(uint64_t age_ns)
     cb_ask_all(mask, &m, mine, sizeof mine, pulled, target);
     cb_acquire_pull(target);
     STAT_ADD(pulls, 1);
+    pulling = false;
     return memcmp(target, mine, sizeof target) != 0;
+}
+
+/* how many fetches in a row the pull after them dropped */
+static __thread uint32_t refetched CB_TLS;
+enum { AFTER_FETCH_MAX = 4 };
+
+void cb_after_fetch(uint64_t p)
+{
+    if (!cb_app_thread || cb_syncing || pulling)
+        return;
+    if (refetched >= AFTER_FETCH_MAX) { /* written on and on: kept as it came */
+        refetched = 0;
+        return;
+    }
+    cb_app_thread = false; /* the runtime's allocations are its own */
+    cb_pull(UINT64_MAX);   /* no release asked */
+    cb_app_thread = true;
+    bool dropped = (atomic_load(&cb.pst[p]) & PG_ACC) == PG_NONE; /* fetched again next */
+    refetched = dropped ? refetched + 1 : 0;
 }
 
 void cb_propagate_start(void)

@@ -1075,14 +1075,13 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
  * pulls the other nodes' writes (propagate.c), then again at gaps doubling
  * up to CABLES_PROPAGATE while it goes on, or from 200 us again after a
  * pull that brought news (a handoff through plain flags: a new wait).
- * Not from a signal handler that interrupted its pull (poll_busy), whose
+ * Not from a signal handler that interrupted its pull (cb_pull), whose
  * locks it holds. */
-static __thread int poll_busy;
 static void poll_point(void)
 {
     static __thread uint32_t seen;
     static __thread uint64_t gap, next;
-    if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing || poll_busy ||
+    if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing ||
         cb.cfg.propagate <= 0 || atomic_load(&cb.nnodes) < 2)
         return;
     uint64_t now = cb_now_ns();
@@ -1096,18 +1095,17 @@ static void poll_point(void)
     if (now < next)
         return;
     bool news;
-    poll_busy++;
     AS_RUNTIME(news = cb_pull(0));
-    poll_busy--;
     seen = cb_acquires;
     static _Atomic bool noted;
     if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
         fprintf(stderr,
                 "cables: node %d: a thread that sleeps or yields without taking a lock, a barrier "
                 "or a join was shown other nodes' writes by propagation (within %g s): a flag it "
-                "polls is seen, but data written before the flag may show after it; publish such "
-                "data under a mutex, or with C11 atomics compiled with cables-cc "
-                "(CABLES_POLL_NOTE=0 silences this)\n",
+                "polls is seen, and the data written before it in order, but not where the "
+                "flag's home is the writer's node (README, Known limits); publish such data "
+                "under a mutex, or with C11 atomics compiled with cables-cc (CABLES_POLL_NOTE=0 "
+                "silences this)\n",
                 cb.self, cb.cfg.propagate);
     gap = news ? first : gap * 2 < most ? gap * 2 : most;
     next = cb_now_ns() + gap;
