@@ -494,7 +494,7 @@ static uint32_t snapshot_take(uint32_t **list, uint32_t n, uint32_t **pre)
         total += n;
         n = look < SNAP_LOOKS ? cb_plist_take(&cb.dirty, list) : 0; /* none dropped */
     }
-    total = (uint32_t)pages_unique(all, total); /* (none twice: each was owned) */
+    sort_pages(all, total); /* (none twice: each was owned) */
     if (!(*pre = malloc(4 * ((size_t)total + 1))))
         cb_die("out of memory closing an interval");
     for (uint32_t i = 0; i < total; i++) /* as cb_page_own gave them */
@@ -529,7 +529,7 @@ static void close_interval(bool snapshot)
     /* pages to write-protect (written home pages, copies no longer
      * written) are protected with their neighbours, one call a run, and
      * stay owned until then: their states wait in held[] */
-    n = (uint32_t)pages_unique(list, n);
+    sort_pages(list, n);
     uint32_t *held = malloc(4 * (size_t)n + 1);
     if (!held)
         cb_die("out of memory closing an interval");

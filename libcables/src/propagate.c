@@ -49,10 +49,10 @@
  *
  * A pull is answered by the asked node's server thread (a release waits
  * for the homes' acknowledgements, which the communication thread must
- * receive), which never waits for another
- * node: its own pull's answers come to its queue.  A program that
- * synchronizes needs none of this; it costs it a few messages a second,
- * and a release of a node that did not release for two periods. */
+ * receive), which never waits for another node: its own pull's answers
+ * come to its queue.  A program that synchronizes needs none of this; it
+ * costs it a few messages a second, and a release of a node that did not
+ * release for two periods. */
 #include <stdlib.h>
 #include <string.h>
 

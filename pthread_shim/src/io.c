@@ -1095,8 +1095,7 @@ static void poll_point(void)
     if (now < next)
         return;
     bool news;
-    AS_RUNTIME(news = cb_pull(0));
-    seen = cb_acquires;
+    AS_RUNTIME(news = cb_pull(0)); /* (a pull's acquire leaves cb_acquires as it was) */
     static _Atomic bool noted;
     if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
         fprintf(stderr,
