@@ -87,7 +87,7 @@ typedef struct {
     /* pages homed here that another node wrote in more intervals than this
      * node did (computed when read) */
     uint64_t misplaced_pages;
-    uint64_t fetches_read; /* of the fetches: remote reads (no message to the home) */
+    uint64_t fetches_read; /* of the fetches: those whose data came by remote read */
     /* copies refreshed in place at an acquire instead of invalidated (hot:
      * read again after each of their last invalidations) */
     uint64_t pages_refreshed;
@@ -110,6 +110,9 @@ typedef struct {
     /* pulls of other nodes' writes for threads that poll or spin without
      * synchronizing (propagate.c), and releases made for other nodes' pulls */
     uint64_t pulls, pull_releases;
+    /* of the fetches by remote read: those that asked the home nothing
+     * (pages it served this node before, or shared ahead of its reads) */
+    uint64_t fetches_unasked;
 } cables_stats_t;
 /* Fills the first size bytes of *s: fields are only ever appended, so a
  * program built against an older cables.h gets the ones it knows and no

@@ -73,13 +73,14 @@ static bool read_runs(uint64_t p, int home, uint32_t n, uint32_t runs, uint64_t 
 
 /* A remote read of pages [p, p + *got) from home, and of as many of the
  * *runs runs at p + r * stride as are whole, as far as home served them to
- * this node before in the same move epoch (so they are shared there: its
- * writes since have notices).  No message: no thread wakes at either end.
- * False: ask the home. */
+ * this node before in the same move epoch, or shared them ahead (so they
+ * are shared there: its writes since have notices).  No message: no
+ * thread wakes at either end.  False: ask the home. */
 static bool fetch_read(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t *runs)
 {
     uint64_t rec = atomic_load_explicit(&cb.served[p], memory_order_relaxed);
-    if (rec >> 32 != (uint64_t)home + 1 || !cb_rma_ready(home))
+    uint64_t base = rec & ~CB_SERVED_AHEAD; /* (pages shared ahead are new here) */
+    if (base >> 32 != (uint64_t)home + 1 || !cb_rma_ready(home))
         return false;
     uint32_t n = 1, r = 1;
     while (n < *got && atomic_load_explicit(&cb.served[p + n], memory_order_relaxed) == rec)
@@ -92,10 +93,13 @@ static bool fetch_read(uint64_t p, int home, uint32_t *got, uint64_t stride, uin
         if (i < n)
             break;
     }
-    if (!read_runs(p, home, n, r, stride, rec, false)) { /* served: mapped already */
+    if (!read_runs(p, home, n, r, stride, base, rec != base)) { /* served: mapped already */
         atomic_store_explicit(&cb.served[p], 0, memory_order_relaxed);
         return false;
     }
+    for (uint32_t k = 0; rec != base && k < r; k++)
+        for (uint32_t i = 0; i < n; i++)
+            atomic_store_explicit(&cb.served[p + k * stride + i], base, memory_order_relaxed);
     *got = n;
     *runs = r;
     return true;
@@ -126,7 +130,8 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
     uint64_t t0 = cb_now_ns();
     /* a copy this node held before, read again after an invalidation: the
      * next acquires refresh it in place instead (hlrc.c) */
-    bool again = home >= 0 && home != cb.self && cb.cfg.refresh && atomic_load(&cb.served[p]) != 0;
+    uint64_t rec0 = atomic_load(&cb.served[p]);
+    bool again = home >= 0 && home != cb.self && cb.cfg.refresh && rec0 && !(rec0 & CB_SERVED_AHEAD);
     /* The process is ending (an exit or exec, at the master; this node's
      * leaving after it elsewhere): that end ends the threads still
      * running, as a process's exit or exec ends its threads wherever they
@@ -142,6 +147,7 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
                (unsigned long long)p);
     if (home >= 0 && home != cb.self && cb.cfg.fetch_get && fetch_read(p, home, got, stride, runs)) {
         STAT_ADD(fetches_read, 1);
+        STAT_ADD(fetches_unasked, 1);
         goto fetched;
     }
     *runs = 1;
@@ -153,7 +159,8 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
         bool no_data = !data && (home >= 0 ? cb_rma_ready(home) : rma_any());
         cb_waiter_t w = { .dst = cb_proto_page(p), .dst_pages = *got, .dst_runs = want,
                           .dst_stride = stride * cb.ps,
-                          .dst_fresh = atomic_load_explicit(&cb.served[p], memory_order_relaxed) == 0 };
+                          .dst_fresh = !(atomic_load_explicit(&cb.served[p], memory_order_relaxed) &
+                                         ~CB_SERVED_AHEAD) };
         cb_msg_t m = { .type = M_FETCH, .a = p,
                        .b = (home < 0 ? FETCH_VIA_DIR : FETCH_DIRECT) | (no_data ? FETCH_NO_DATA : 0),
                        .c = *got, .d = want > 1 ? want | stride << 16 : 0 };
@@ -185,6 +192,12 @@ static int fetch(uint64_t p, int home, uint32_t *got, uint64_t stride, uint32_t 
             *got = n;
             *runs = r;
             STAT_ADD(fetches_read, 1);
+            /* the pages after them it shared ahead: read without asking,
+             * where not served here before */
+            for (uint64_t q = p + n, end = q + (w.value4 >> 16 & 0xffff); r == 1 && q < end; q++) {
+                uint64_t none = 0;
+                atomic_compare_exchange_strong(&cb.served[q], &none, rec | CB_SERVED_AHEAD);
+            }
         } else if (w.value == PAGE_DATA) {
             *runs = w.dst_runs;
             *got = (uint32_t)(w.len / cb.ps / *runs);

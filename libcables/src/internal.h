@@ -187,8 +187,11 @@ enum { FETCH_DIRECT = 0, FETCH_VIA_DIR = 1, FETCH_FROM_DIR = 2, FETCH_HOW = 3, F
  * PAGE_YOURS the first-touch allocation the requester may claim pages of
  * itself, first | end << 32, or 0).
  * PAGE_SHARED answers FETCH_NO_DATA: c = the home's move epoch (low 32
- * bits) | pages per run << 32 | runs << 48, no payload */
+ * bits) | pages per run << 32 | runs << 48, no payload; d's bits 16-31:
+ * how many pages after the run the home shared ahead (hlrc.c) */
 enum { PAGE_DATA = 0, PAGE_MOVED = 1, PAGE_YOURS = 2, PAGE_UNALLOCATED = 3, PAGE_SHARED = 4 };
+/* cb.served: a page shared ahead (PAGE_SHARED's d), not read here since */
+#define CB_SERVED_AHEAD (1ull << 63)
 typedef struct {
     uint32_t type;
     int32_t src;
@@ -779,7 +782,8 @@ typedef struct {
     _Atomic int16_t *home;  /* cached home of each page, plus one (0 unknown) */
     /* the node that served a copy of each page, plus one, << 32 | its
      * move epoch then: the page was PG_SHARED there, and while that node's
-     * epoch stays the same the page is still homed there (rma.c) */
+     * epoch stays the same the page is still homed there (rma.c);
+     * | CB_SERVED_AHEAD: shared ahead, never read here since */
     _Atomic uint64_t *served;
     /* copies read again after an invalidation: refreshed in place at the
      * next CABLES_REFRESH acquires that would invalidate them (hlrc.c) */

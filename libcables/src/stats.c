@@ -131,7 +131,7 @@ void cables_stats_print(void)
                  (unsigned long long)s.nodes_detached);
     int n = snprintf(b, sizeof b,
         "cables: node %d stats: faults read=%llu write=%llu (on own homes %llu) | "
-        "pages fetched=%llu in %llu fetches (avg %.1f us, %llu by remote read) | written ahead=%llu | store ahead=%llu | twins=%llu (pool %llu) diffs sent=%llu bytes=%llu applied=%llu | "
+        "pages fetched=%llu in %llu fetches (avg %.1f us, %llu by remote read, %llu unasked) | written ahead=%llu | store ahead=%llu | twins=%llu (pool %llu) diffs sent=%llu bytes=%llu applied=%llu | "
         "write notices made=%llu received=%llu kept=%llu (peak %llu) invalidations=%llu refreshed=%llu confirmed=%llu | "
         "locks=%llu remote=%llu wait=%.3f ms | barriers=%llu wait=%.3f ms | "
         "homes owned=%llu moved=%llu misplaced=%llu dir lookups=%llu claimed=%llu lost=%llu | "
@@ -140,7 +140,7 @@ void cables_stats_print(void)
         cb.self, (unsigned long long)s.read_faults, (unsigned long long)s.write_faults,
         (unsigned long long)s.home_faults, (unsigned long long)s.pages_fetched,
         (unsigned long long)s.fetches, s.fetches ? s.fetch_ns / 1e3 / (double)s.fetches : 0.0,
-        (unsigned long long)s.fetches_read,
+        (unsigned long long)s.fetches_read, (unsigned long long)s.fetches_unasked,
         (unsigned long long)s.written_ahead, (unsigned long long)s.store_ahead,
         (unsigned long long)s.twins, (unsigned long long)s.twin_pool, (unsigned long long)s.diffs_sent,
         (unsigned long long)s.diff_bytes_sent, (unsigned long long)s.diffs_applied,

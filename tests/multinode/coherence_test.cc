@@ -227,6 +227,37 @@ TEST_P(RemoteRead, LongRunsAreReadOnDemand)
     EXPECT_GE(mn::get_ll(r, "remote_reads"), rounds - 1) << res.describe();
 }
 
+// A home asked for pages shares the pages after them too, which the
+// reader then reads in place without asking (shm, get): two blocks read a
+// page of each in turn (no stride: a page group a fetch), half of each in
+// round 0, took 16 requests there, one a fetch; with pages shared ahead,
+// 5.  Never stale: the home rewrites both blocks before each round, and
+// pages shared ahead, read or not, have those writes noticed.  Over tcp,
+// or with CABLES_FETCH=msg, every fetch asks.
+TEST_P(RemoteRead, PagesAfterAFetchAreSharedAheadAndReadWithoutAsking)
+{
+    const Cfg c = GetParam();
+    for (const char *how : {"get", "msg"}) {
+        SCOPED_TRACE(how);
+        auto res = mn::run_cables(c.nodes, c.transport, mn::prog("share_ahead"), {},
+                                  {{"CABLES_FETCH", how}});
+        MN_EXPECT_RUN_OK(res, r);
+        EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
+        long fetches = mn::get_ll(r, "round0_fetches"), asked = mn::get_ll(r, "round0_asked");
+        long unasked = mn::get_ll(r, "unasked");
+        if (c.nodes == 1) {
+            EXPECT_EQ(fetches, 0) << res.describe();
+        } else if (std::string(c.transport) == "tcp" || std::string(how) == "msg") {
+            EXPECT_EQ(asked, fetches) << res.describe();
+            EXPECT_EQ(unasked, 0) << res.describe();
+        } else {
+            EXPECT_GE(fetches, 8) << res.describe();
+            EXPECT_LE(asked, fetches / 2) << res.describe();
+            EXPECT_GT(unasked, 0) << res.describe();
+        }
+    }
+}
+
 // A column of blocks read a block at a time (faults a stride apart) comes
 // in a few strided fetches (CABLES_FETCH_RUNS=1: one per block), every page
 // where it belongs; pages served while their home writes them are noticed
