@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian's packages (idempotent).
 set -euo pipefail
-# install_missing PKG...: those of them not installed yet
+# install_missing PKG...: those of them not installed yet (gdb: the multinode
+# harness shows the stacks of a run that hung)
 install_missing() {
   local missing=() p sudo=""
   for p in "$@"; do
@@ -15,7 +16,7 @@ install_missing() {
 }
 install_missing build-essential pkg-config m4 libucx-dev ucx-utils libopenmpi-dev openmpi-bin \
                 libnuma-dev libmemkind-dev libgtest-dev libgmock-dev uthash-dev libxxhash-dev procps util-linux \
-                iproute2
+                iproute2 gdb
 # GCC's plugin headers, for cables-cc -fopenmp's flush plugin (openmp/): the
 # package named after the GCC just installed
 install_missing "gcc-$(gcc -dumpversion | cut -d. -f1)-plugin-dev"

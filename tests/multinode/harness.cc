@@ -42,7 +42,7 @@ std::string Result::describe() const
         o << "status: exit " << exit_code << " after " << seconds << " s\n";
     else
         o << "status: killed by signal " << signal << " after " << seconds << " s\n";
-    const size_t max = 12000;
+    const size_t max = timed_out ? 60000 : 12000; // a hang's report: where each thread waits
     if (output.size() > max)
         o << "output (last " << max << " bytes):\n" << output.substr(output.size() - max);
     else
@@ -312,6 +312,53 @@ std::string signal_state(pid_t sid)
     return o.str();
 }
 
+// A frame of gdb's backtrace, short: "#N function at file:line" (or "from
+// library"), its arguments left out
+static std::string frame_line(const std::string &l)
+{
+    size_t sp = l.find(' ');
+    if (sp == std::string::npos)
+        return l;
+    std::string rest = l.substr(l.find_first_not_of(' ', sp));
+    if (rest.rfind("0x", 0) == 0 && rest.find(" in ") != std::string::npos)
+        rest = rest.substr(rest.find(" in ") + 4);
+    std::string fn = rest.substr(0, rest.find(' '));
+    size_t at = rest.rfind(" at "), from = rest.rfind(" from ");
+    std::string where = at != std::string::npos ? rest.substr(at)
+                        : from != std::string::npos ? rest.substr(from) : "\n";
+    return l.substr(0, sp) + " " + fn + where;
+}
+
+// Each node process's threads' stacks (gdb attached in batch mode, where
+// gdb is installed: scripts/setup.sh installs it), for a run that hung: the
+// kernel's wait channels above say only which call a thread waits in.
+// Node processes are those that map libcables.
+static std::string stacks(pid_t sid)
+{
+    if (access("/usr/bin/gdb", X_OK) != 0)
+        return "  (no stacks: gdb is not installed)\n";
+    std::ostringstream o;
+    for (pid_t p : session_pids(sid)) {
+        if (read_all("/proc/" + std::to_string(p) + "/maps").find("libcables") == std::string::npos)
+            continue;
+        const std::string cmd = "timeout 30 gdb -nx -batch -p " + std::to_string(p) +
+                                " -ex 'thread apply all bt 16' 2>/dev/null";
+        FILE *f = popen(cmd.c_str(), "r");
+        if (!f)
+            continue;
+        o << "  stacks of node process " << p << ":\n";
+        char line[2048];
+        while (fgets(line, sizeof line, f)) {
+            if (!strncmp(line, "Thread ", 7))
+                o << "    " << line;
+            else if (line[0] == '#')
+                o << "      " << frame_line(line);
+        }
+        pclose(f);
+    }
+    return o.str();
+}
+
 void Proc::finish()
 {
     res_.end_time = seconds_now();
@@ -402,7 +449,7 @@ Result run(const std::vector<std::string> &argv, const Env &env, double timeout_
     bool done = p.wait_exit(timeout_s);
     std::string where; // at a timeout: where each thread of the run waits
     if (!done) {
-        where = signal_state(p.pid());
+        where = signal_state(p.pid()) + stacks(p.pid());
         p.kill_all();
     }
     Result r = p.result();

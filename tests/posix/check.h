@@ -13,7 +13,7 @@
  *   CHECK_PTR(name, got, want)   pointers equal
  *
  * Helpers for bounded waits (nothing may hang: every wait on another thread
- * is bounded by WAIT_MS where the API allows; check_start() arms alarm(90)
+ * is bounded by WAIT_MS where the API allows; check_start() arms alarm(150)
  * as a watchdog for the waits that cannot be bounded):
  *   check_deadline(clock, ms)    absolute time ms from now on that clock
  *   check_now_ms(clock)          current time in milliseconds
@@ -126,8 +126,11 @@ static CHECK_UNUSED void check_start(void)
      * than the runtime's giving up of a hung attach (60 s after it began:
      * Open MPI's spawn hangs at times, README), whose message has the test
      * harness run the program again: at 60 s the alarm came first, and
-     * the run failed with no word of the spawn */
-    alarm(90);
+     * the run failed with no word of the spawn.  Later too than the
+     * multinode harness's timeouts (120 s at most), which show where each
+     * thread of each node waits: at 90 s this alarm came first in a run
+     * that hung, and said nothing of where */
+    alarm(150);
 }
 
 static CHECK_UNUSED int check_finish(void)
