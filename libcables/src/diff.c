@@ -52,6 +52,39 @@ static unsigned popcount8(unsigned m)
     return (m + (m >> 4)) & 0x0f;
 }
 
+/* A word's mask as its stretches of changed bytes (at most 4): a masked
+ * word's bytes are copied a stretch at a time, not a byte at a time (RADIX's
+ * 24-bit keys, mask 0x77: 4.4 us a page to encode and 3.2 to apply, byte
+ * by byte) */
+static struct { uint8_t n, at[4], len[4]; } stretch[256];
+
+__attribute__((constructor)) static void stretches_init(void)
+{
+    for (unsigned m = 0; m < 256; m++)
+        for (unsigned k = 0; k < 8; k++) {
+            if (!(m >> k & 1))
+                continue;
+            if (k == 0 || !(m >> (k - 1) & 1))
+                stretch[m].at[stretch[m].n++] = (uint8_t)k;
+            stretch[m].len[stretch[m].n - 1]++;
+        }
+}
+
+/* writes exactly the len (1 to 8) bytes at src to dst: two copies that may
+ * overlap, none a byte past len */
+static void copy_upto8(uint8_t *dst, const uint8_t *src, unsigned len)
+{
+    if (len >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + len - 4, src + len - 4, 4);
+    } else if (len >= 2) {
+        memcpy(dst, src, 2);
+        memcpy(dst + len - 2, src + len - 2, 2);
+    } else {
+        *dst = *src;
+    }
+}
+
 /* Closes the run whose record starts at out + rec: its nw masks follow
  * the header, its c bytes wait at bytes.  Written plain if the changed
  * bytes are one stretch, else masked; returns the record's length. */
@@ -107,12 +140,13 @@ static size_t encode(const uint8_t *page, uint8_t *twin, size_t size, uint8_t *o
         if (m == 0xff) {
             memcpy(bytes + c, &v, 8);
             c += 8;
-        } else { /* each byte stored, kept if changed: no branch a byte */
-            uint8_t vb[8];
-            memcpy(vb, &v, 8);
-            for (unsigned k = 0; k < 8; k++) {
-                bytes[c] = vb[k];
-                c += m >> k & 1;
+        } else { /* a stretch at a time: 8 bytes stored, its own kept (the
+                  * record's last byte ends at least 8 - its stretch's
+                  * length before cb_diff_max) */
+            for (unsigned j = 0; j < stretch[m].n; j++) {
+                uint64_t x = v >> 8 * stretch[m].at[j];
+                memcpy(bytes + c, &x, 8);
+                c += stretch[m].len[j];
             }
         }
         if (refresh)
@@ -167,9 +201,10 @@ int cb_diff_apply(uint8_t *page, size_t size, const uint8_t *diff, size_t len)
                 b += 8;
                 continue;
             }
-            for (unsigned k = 0; k < 8; k++)
-                if (m >> k & 1)
-                    dst[k] = *b++;
+            for (unsigned j = 0; j < stretch[m].n; j++) {
+                copy_upto8(dst + stretch[m].at[j], b, stretch[m].len[j]);
+                b += stretch[m].len[j];
+            }
         }
         n += c;
     }

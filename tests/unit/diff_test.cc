@@ -161,6 +161,22 @@ TEST_P(Diff, EveryOtherWordFits)
     EXPECT_EQ(RoundTrip(), ps / 16 * 16);
 }
 
+// Every one of the 256 masks a word can have (word i changes the bytes of
+// mask i % 256): encoded and applied a stretch of bytes at a time (diff.c),
+// each stretch whole and nothing beside it.
+TEST_P(Diff, EveryByteMaskOfAWord)
+{
+    size_t bytes = 0;
+    for (size_t w = 0; w < ps / 8; w++)
+        for (unsigned k = 0; k < 8; k++)
+            if ((w % 256) >> k & 1) {
+                page[8 * w + k] = (uint8_t)~twin[8 * w + k];
+                bytes++;
+            }
+    RoundTrip(); // the exact bytes written, and no others (RoundTrip's checks)
+    EXPECT_GT(bytes, ps / 3);
+}
+
 TEST_P(Diff, RandomChanges)
 {
     std::mt19937 rng(42);
