@@ -5,10 +5,12 @@
  * (one page).  No lock, no barrier: on libcables the handoffs go by
  * propagation to pollers (README), which does not promise the order.
  *
- *   flag_publish [ROUNDS [home|apart [spin]]]
+ *   flag_publish [ROUNDS [home|apart|writer [spin]]]
  *
  * home (default): main reads, on the node of the data's home (the master);
- * apart: a second thread reads (cables-run -n 3: on a third node); spin:
+ * apart: a second thread reads (cables-run -n 3: on a third node); writer:
+ * main writes, on the data's and the flag's home, and a second thread
+ * reads (cables-run -n 2: on node 1); spin:
  * the reader spins on seq without yielding (propagation's periodic pulls
  * show it seq: CABLES_PROPAGATE sets their period).
  * RESULT rounds=R stale_rounds=S stale_words=W us_per_round=U: rounds in
@@ -62,22 +64,30 @@ int main(int argc, char **argv)
 {
     rounds = argc > 1 ? atol(argv[1]) : 1000;
     int apart = argc > 2 && !strcmp(argv[2], "apart");
+    int at_writer = argc > 2 && !strcmp(argv[2], "writer");
     spin = argc > 3 && !strcmp(argv[3], "spin");
-    if (rounds < 1 || (argc > 2 && !apart && strcmp(argv[2], "home")) || (argc > 3 && !spin)) {
-        fprintf(stderr, "usage: flag_publish [ROUNDS [home|apart [spin]]]\n");
+    if (rounds < 1 || (argc > 2 && !apart && !at_writer && strcmp(argv[2], "home")) ||
+        (argc > 3 && !spin)) {
+        fprintf(stderr, "usage: flag_publish [ROUNDS [home|apart|writer [spin]]]\n");
         return 2;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_t w, r;
-    pthread_create(&w, NULL, writer, NULL);
-    if (apart)
+    if (at_writer) {
         pthread_create(&r, NULL, reader, NULL);
-    else
-        reader(NULL);
-    pthread_join(w, NULL);
-    if (apart)
+        writer(NULL);
         pthread_join(r, NULL);
+    } else {
+        pthread_create(&w, NULL, writer, NULL);
+        if (apart)
+            pthread_create(&r, NULL, reader, NULL);
+        else
+            reader(NULL);
+        pthread_join(w, NULL);
+        if (apart)
+            pthread_join(r, NULL);
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3;
     printf("RESULT rounds=%ld stale_rounds=%ld stale_words=%ld us_per_round=%.1f\n", rounds,
