@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian's packages (idempotent).
 set -euo pipefail
-# install_missing PKG...: those of them not installed yet (gdb: the multinode
-# harness shows the stacks of a run that hung)
+# install_missing PKG...: those of them not installed yet
 install_missing() {
   local missing=() p sudo=""
   for p in "$@"; do
@@ -14,6 +13,7 @@ install_missing() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+# (gdb: the multinode harness shows the stacks of a run that hung)
 install_missing build-essential pkg-config m4 libucx-dev ucx-utils libopenmpi-dev openmpi-bin \
                 libnuma-dev libmemkind-dev libgtest-dev libgmock-dev uthash-dev libxxhash-dev procps util-linux \
                 iproute2 gdb
