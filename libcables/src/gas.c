@@ -58,6 +58,7 @@ void cb_gas_init(void)
     cb.hot = cb_reserve(cb.npages * sizeof *cb.hot);
     cb.moves = cb_reserve(cb.ps); /* a page of its own: registered for remote reads */
     cb.sums = cb_reserve(cb.npages * sizeof *cb.sums);
+    cb.expect = cb_reserve(cb.npages * sizeof *cb.expect);
     cb.sum_seeds[cb.self] = cb_now_ns() ^ (uint64_t)cb_pid() << 32;
     cb.sum_stale = cb_reserve(cb.npages / 8 + 8);
     cb.quiet = cb_reserve(cb.npages / 8 + 8);

@@ -306,6 +306,9 @@ void cb_release(void);                 /* flush this node's writes to homes */
 void cb_release_snapshot(void);        /* the same, while the program's threads write on */
 /* this node wrote since its last release, which began age_ns ago or more */
 bool cb_release_due(uint64_t age_ns);
+/* this node's threads wrote other pages than p since its last release
+ * (as far as a cheap look tells: hlrc.c) */
+bool cb_release_due_beside(uint64_t p);
 /* Tell node (a message of type: M_FREE, M_HEAP_FREE) that the shared block
  * at addr is free, after this node's next release, with its write notices
  * (which the receiver acquires before the block is reused); now: release
@@ -343,9 +346,10 @@ void cb_on_fetch(const cb_msg_t *m);
 
 /* ---- writes reach pollers (propagate.c) ---- */
 /* Every other node releases (what it wrote, if its last release began
- * age_ns ago or more) and this node acquires what they released; true if
+ * age_ns ago or more; node must whatever its age, if it wrote other pages
+ * than page, -1: none) and this node acquires what they released; true if
  * that was news (intervals this node did not know) */
-bool cb_pull(uint64_t age_ns);
+bool cb_pull(uint64_t age_ns, int must, uint64_t page);
 /* A fetch of a copy a pull's acquire dropped is followed by a pull
  * (cb_after_fetch, from the fault path: p the faulting page) */
 void cb_after_fetch(uint64_t p);
@@ -800,6 +804,7 @@ typedef struct {
     _Atomic bool claims_drain; /* a release or acquire waits for claims_out to be 0 */
     cb_plist_t homed;       /* homes gained since the last release (directory.c) */
     uint64_t *sums;         /* home page p's checksum (hlrc.c): its twin */
+    _Atomic uint64_t *expect; /* what p hashes to if only diffs wrote it since (hlrc.c) */
     uint64_t sum_seeds[CB_MAX_NODES]; /* node k's checksums' seed, this run's (node table) */
     _Atomic uint64_t *sum_stale; /* bit p: a diff landed after p's checksum (hlrc.c) */
     _Atomic uint64_t *quiet; /* bit p: home page p noticed, no copy left since (hlrc.c) */

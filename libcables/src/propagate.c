@@ -34,7 +34,8 @@
  *    writes of intervals released since, whose notices this node has not
  *    acquired: the flag read, its data's copy still valid and old.  Now a
  *    copy a pull's acquire dropped (cb.pulled) is, once fetched again,
- *    followed by a pull that asks no release (cb_after_fetch): every
+ *    followed by a pull that asks no release but of the page's home
+ *    (cb_after_fetch; the third point): every
  *    interval whose diffs the fetch may have read was closed before the
  *    pull's answers (an answer waits for a release in progress there), so
  *    the data's copies go.  If that pull dropped the page just fetched, its
@@ -44,8 +45,17 @@
  *    place: it invalidates.  A program that synchronizes has its copies
  *    dropped by pulls rarely (periodic ones, two periods apart);
  *  - writes a node makes to its own home pages are read there in place,
- *    released or not: a flag whose home is its writer's node may still
- *    be seen before that node's data elsewhere (README, Known limits).
+ *    released or not: a flag whose home is its writer's node was seen
+ *    before that node's data elsewhere.  So the pull after such a fetch
+ *    asks the page's home to release, whatever the age of its last
+ *    release, if it wrote pages other than that one since
+ *    (cb_release_due_beside: its own writes, told apart from the diffs
+ *    that landed there; the page itself came with its writes); its
+ *    server, which makes releases for pulls at most a tenth of its time,
+ *    holds the answer until it may (and at most AFTER_FETCH_MAX such
+ *    pulls come in a row from a thread).  A home that writes nothing but
+ *    the flag it polls (an ack) is asked no release: its handoffs with a
+ *    writer elsewhere go as fast as before.
  *
  * A pull is answered by the asked node's server thread (a release waits
  * for the homes' acknowledgements, which the communication thread must
@@ -83,7 +93,9 @@ static void server_wake(void)
     cb_futex_wake(&q_seq);
 }
 
-/* M_PULL a=age (ns), b=answer by M_PULL_REPLY; payload = the asker's vc */
+/* M_PULL a=age (ns), b=answer by M_PULL_REPLY, c=the node that must
+ * release, plus one (0: none), d=the page the asker fetched from it;
+ * payload = the asker's vc */
 static void answer(const cb_msg_t *m, const uint32_t *vc)
 {
     size_t len;
@@ -224,11 +236,31 @@ static void *serve_main(void *arg)
         cb_mutex_unlock(&q_mu);
         if (r) {
             uint64_t age = UINT64_MAX; /* one release for the requests at hand */
-            for (req_t *q = r; q; q = q->next)
+            bool must = false;         /* one of them must have it (cb_after_fetch) */
+            for (req_t *q = r; q; q = q->next) {
                 if (q->m.a < age)
                     age = q->m.a;
+                /* (the asker read page d here as it is: if this node
+                 * wrote no other page, all it wrote before that page's
+                 * writes came with them) */
+                must |= q->m.c == (uint64_t)cb.self + 1 && cb_release_due_beside(q->m.d);
+            }
+            if (must)
+                age = 0;
             uint64_t t0 = cb_now_ns();
-            if (t0 >= resume && cb_release_due(age)) {
+            if (must && !quit && t0 < resume && cb_release_due(0)) {
+                /* answered at resume, with the release: held until then */
+                cb_mutex_lock(&q_mu);
+                req_t **end = &r;
+                while (*end)
+                    end = &(*end)->next;
+                *end = queue;
+                queue = r;
+                cb_mutex_unlock(&q_mu);
+                cb_futex_wait_until(&q_seq, seq, resume);
+                continue;
+            }
+            if ((must || t0 >= resume) && cb_release_due(age)) {
                 cb_release_snapshot(); /* the program's threads run on */
                 uint64_t t1 = cb_now_ns();
                 resume = t1 + 9 * (t1 - t0);
@@ -263,7 +295,7 @@ static void pulled(int k, const cb_waiter_t *w, void *arg)
 
 static __thread bool pulling CB_TLS; /* in cb_pull: not again (a handler that interrupted it) */
 
-bool cb_pull(uint64_t age_ns)
+bool cb_pull(uint64_t age_ns, int must, uint64_t page)
 {
     uint64_t mask = pull_ok() && !pulling ? open_nodes() : 0;
     if (!mask)
@@ -272,7 +304,7 @@ bool cb_pull(uint64_t age_ns)
     cb_vc_t mine, target;
     cb_vc_get(mine);
     memcpy(target, mine, sizeof target);
-    cb_msg_t m = { .type = M_PULL, .a = age_ns };
+    cb_msg_t m = { .type = M_PULL, .a = age_ns, .c = (uint64_t)(must + 1), .d = page };
     cb_ask_all(mask, &m, mine, sizeof mine, pulled, target);
     cb_acquire_pull(target);
     STAT_ADD(pulls, 1);
@@ -292,8 +324,9 @@ void cb_after_fetch(uint64_t p)
         refetched = 0;
         return;
     }
+    int home = cb_home_cached(p);
     cb_app_thread = false; /* the runtime's allocations are its own */
-    cb_pull(UINT64_MAX);   /* no release asked */
+    cb_pull(UINT64_MAX, home != cb.self ? home : -1, p); /* a release asked of p's home only */
     cb_app_thread = true;
     bool dropped = (atomic_load(&cb.pst[p]) & PG_ACC) == PG_NONE; /* fetched again next */
     refetched = dropped ? refetched + 1 : 0;

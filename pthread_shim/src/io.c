@@ -1095,16 +1095,15 @@ static void poll_point(void)
     if (now < next)
         return;
     bool news;
-    AS_RUNTIME(news = cb_pull(0)); /* (a pull's acquire leaves cb_acquires as it was) */
+    AS_RUNTIME(news = cb_pull(0, -1, 0)); /* (a pull's acquire leaves cb_acquires as it was) */
     static _Atomic bool noted;
     if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
         fprintf(stderr,
                 "cables: node %d: a thread that sleeps or yields without taking a lock, a barrier "
                 "or a join was shown other nodes' writes by propagation (within %g s): a flag it "
-                "polls is seen, and the data written before it in order, but not where the "
-                "flag's home is the writer's node (README, Known limits); publish such data "
-                "under a mutex, or with C11 atomics compiled with cables-cc (CABLES_POLL_NOTE=0 "
-                "silences this)\n",
+                "polls is seen, and the data written before it in order, but slowly, and not in "
+                "every case (README, Known limits); publish such data under a mutex, or with C11 "
+                "atomics compiled with cables-cc (CABLES_POLL_NOTE=0 silences this)\n",
                 cb.self, cb.cfg.propagate);
     gap = news ? first : gap * 2 < most ? gap * 2 : most;
     next = cb_now_ns() + gap;

@@ -818,6 +818,16 @@ TEST(Propagation, DataPublishedByAFlagApartFromItsHomeIsInOrder)
     flag_publish_in_order(3, "apart", 1000);
 }
 
+// The same with the writer on the data's and the flag's home (main) and the
+// reader on node 1: the writer's writes there are read in place before
+// they are released, so the pull after the reader's fetch of the flag's
+// page asks that home to release (propagate.c).  Before, 211-221 of 500
+// rounds read stale data over shm, 79-83 over tcp.
+TEST(Propagation, DataPublishedByAFlagAtItsWritersNodeIsInOrder)
+{
+    flag_publish_in_order(2, "writer", 500);
+}
+
 // The program's output into a pipe that closes (| head -n 1) ends it as
 // it ends a process: killed by SIGPIPE, whichever node's thread printed,
 // without a word from mpirun (before: status 1 and mpirun's "SIGPIPE
