@@ -34,6 +34,18 @@ static _Atomic uint64_t mask_had_segv;
 /* the program's mask holds SIGSEGV, which the kernel's never does */
 __thread bool cb_segv_blocked CB_TLS;
 
+/* Bit s - 1: the program handles signal s (a function of its own), s not
+ * a fault's (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS).  Those
+ * signals are held off while the runtime works on a thread's behalf (its
+ * SIGSEGV handler, a poller's pull: cb_app_signals_hold), and come the
+ * moment that work ends.  A handler that leaves by siglongjmp, as legacy
+ * code leaves a wait at a timeout, then leaves the program's code, never
+ * the runtime's halfway: before, a jump out of a pull left the thread
+ * taken for one of the runtime's (its next malloc private: a block it
+ * handed another node read as zeros), and one out of a fault could leave
+ * the page busy for ever, or a reply to land on a stack reused. */
+static _Atomic uint64_t app_handled;
+
 static int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);
 static int (*libc_sigmask)(int, const sigset_t *, sigset_t *);
 static _Atomic bool fault_ready; /* the runtime's handler is installed */
@@ -653,9 +665,12 @@ static void to_program(int sig, siginfo_t *si, void *ucv)
     }
     if (a.sa_flags & SA_RESETHAND) /* unless another thread changed it meanwhile */
         app_swap(&app_dfl, &a);
-    sigset_t m = a.sa_mask, was;
+    /* the interrupted code's mask and the handler's, as the kernel would
+     * have set them (not the signals the runtime's handler held off) */
+    sigset_t m, was;
+    sigorset(&m, &((ucontext_t *)ucv)->uc_sigmask, &a.sa_mask);
     sigdelset(&m, SIGSEGV);
-    libc_sigmask(SIG_BLOCK, &m, &was);
+    libc_sigmask(SIG_SETMASK, &m, &was);
     bool nested = in_app_segv;
     in_app_segv = true;
     if (a.sa_flags & SA_SIGINFO)
@@ -688,6 +703,56 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
     to_program(sig, si, ucv);
 }
 
+static void held_set(sigset_t *set)
+{
+    uint64_t h = atomic_load(&app_handled);
+    sigemptyset(set);
+    for (int s = 1; s <= 64; s++)
+        if (h >> (s - 1) & 1)
+            sigaddset(set, s);
+}
+
+/* the runtime's SIGSEGV handler, with the signals held off as they are
+ * now (app_mu held, or before any thread of the program's) */
+static void segv_install(struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | SA_ONSTACK; /* stack.c */
+    held_set(&sa.sa_mask);
+    if (libc_sigaction(SIGSEGV, &sa, old))
+        cb_die("cannot install the SIGSEGV handler: %s", strerror(errno));
+}
+
+/* sig's disposition is now act's (a program's sigaction) */
+static void held_note(int sig, const struct sigaction *act)
+{
+    static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        if (sig == faults[i])
+            return;
+    uint64_t bit = 1ull << (sig - 1);
+    bool handled = cb_sig_is_handler(act);
+    if (handled == !!(atomic_load(&app_handled) & bit))
+        return;
+    cb_mutex_lock(&app_mu);
+    handled ? atomic_fetch_or(&app_handled, bit) : atomic_fetch_and(&app_handled, ~bit);
+    segv_install(NULL);
+    cb_mutex_unlock(&app_mu);
+}
+
+bool cb_app_signals_hold(sigset_t *was)
+{
+    if (!atomic_load_explicit(&app_handled, memory_order_relaxed))
+        return false;
+    sigset_t set;
+    held_set(&set);
+    return libc_sigmask(SIG_BLOCK, &set, was) == 0;
+}
+
+void cb_app_signals_let(const sigset_t *was) { libc_sigmask(SIG_SETMASK, was, NULL); }
+
 int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     libc_signal_fns();
@@ -716,8 +781,10 @@ int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
     uint64_t bit = 1ull << (sig - 1);
     if (old && atomic_load(&mask_had_segv) & bit)
         sigaddset(&old->sa_mask, SIGSEGV);
-    if (act)
+    if (act) {
         had ? atomic_fetch_or(&mask_had_segv, bit) : atomic_fetch_and(&mask_had_segv, ~bit);
+        held_note(sig, &copy);
+    }
     return 0;
 }
 
@@ -817,13 +884,7 @@ void cb_fault_init(void)
 {
     libc_signal_fns();
     start_dispositions();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_segv;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | SA_ONSTACK; /* stack.c */
-    sigemptyset(&sa.sa_mask);
-    if (libc_sigaction(SIGSEGV, &sa, &app_segv[0]))
-        cb_die("cannot install the SIGSEGV handler: %s", strerror(errno));
+    segv_install(&app_segv[0]);
     /* handlers installed before (libraries' constructors, UCX, Open MPI)
      * leave SIGSEGV unblocked too */
     for (int s = 1; s <= 64; s++) {

@@ -1095,7 +1095,11 @@ static void poll_point(void)
     if (now < next)
         return;
     bool news;
+    sigset_t was; /* (a handler that leaves by a jump must not leave the pull halfway) */
+    bool held = cb_app_signals_hold(&was);
     AS_RUNTIME(news = cb_pull(0, -1, 0)); /* (a pull's acquire leaves cb_acquires as it was) */
+    if (held)
+        cb_app_signals_let(&was);
     static _Atomic bool noted;
     if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
         fprintf(stderr,

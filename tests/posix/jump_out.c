@@ -1,0 +1,141 @@
+/* jump_out: a signal handler that leaves by siglongjmp, as legacy code
+ * leaves a wait at a timeout.  A worker thread (on another node) counts in
+ * a plain variable and writes the count into PAGES pages it allocated
+ * (homed on its node, so main's reads fetch them), sleeping between
+ * counts; main polls that count with usleep, reading the pages between
+ * sleeps, and a timer's SIGUSR1, every 0.1-2 ms, jumps main out of its
+ * poll, JUMPS times: out of usleep or a read, or out of whatever the
+ * runtime did inside them (a pull, a fault's fetch).  Then main must still see the count move (polling),
+ * take a mutex the worker takes, and hand the worker a block it
+ * allocated, which the worker must read as main wrote it.
+ * RESULT ok=1 checks=N */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "check.h"
+
+enum { JUMPS = 300, PAGES = 64 };
+
+static sigjmp_buf env;
+static volatile sig_atomic_t armed;
+static volatile long count;
+static volatile long (*pages)[512]; /* (mu) the worker's block */
+static volatile int stop;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static long locked_count;
+static int *handed; /* (mu) main's block, and what the worker read in it */
+static int got;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    if (armed) {
+        armed = 0;
+        siglongjmp(env, 1);
+    }
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    volatile long(*mine)[512] = calloc(PAGES, sizeof *mine);
+    pthread_mutex_lock(&mu);
+    pages = mine;
+    pthread_mutex_unlock(&mu);
+    while (!stop) {
+        count++;
+        for (int p = 0; p < PAGES; p++)
+            mine[p][0] = count;
+        pthread_mutex_lock(&mu);
+        locked_count++;
+        if (handed && !got)
+            got = handed[1023];
+        pthread_mutex_unlock(&mu);
+        usleep(200);
+    }
+    return NULL;
+}
+
+/* the count moved by more than 5 within WAIT_MS, seen by polling */
+static int count_moves(void)
+{
+    long c0 = count;
+    long long end = check_now_ms(CLOCK_MONOTONIC) + WAIT_MS;
+    while (count < c0 + 5 && check_now_ms(CLOCK_MONOTONIC) < end)
+        usleep(100);
+    return count >= c0 + 5;
+}
+
+int main(void)
+{
+    check_start();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ("sigaction", sigaction(SIGUSR1, &sa, NULL), 0);
+    timer_t timer;
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGUSR1;
+    CHECK_EQ("timer_create", timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
+    pthread_t t;
+    CHECK_EQ("create", pthread_create(&t, NULL, worker, NULL), 0);
+    CHECK("moves_before", count_moves());
+    pthread_mutex_lock(&mu);
+    volatile long(*const block)[512] = pages;
+    pthread_mutex_unlock(&mu);
+    CHECK("block", block != NULL);
+    if (!block)
+        return check_finish();
+
+    volatile int jumps = 0;
+    unsigned seed = 1;
+    while (jumps < JUMPS) {
+        if (sigsetjmp(env, 1) == 0) {
+            struct itimerspec its = { .it_value = { 0, 100000 + rand_r(&seed) % 1900000 } };
+            armed = 1;
+            timer_settime(timer, 0, &its, NULL);
+            for (long sink = 0;; usleep(50))
+                for (int p = 0; p < PAGES; p++)
+                    sink += block[p][0];
+        }
+        jumps++;
+    }
+    struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+    timer_settime(timer, 0, &off, NULL);
+    CHECK_EQ("jumps", jumps, JUMPS);
+
+    CHECK("moves_after", count_moves());
+    long least = count; /* each page was written after that, or last */
+    usleep(10000);
+    for (int p = 0; p < PAGES; p++)
+        CHECK_GE("page", block[p][0], least - 1);
+    CHECK_EQ("lock", pthread_mutex_lock(&mu), 0);
+    long seen = locked_count;
+    CHECK_EQ("unlock", pthread_mutex_unlock(&mu), 0);
+    CHECK_GT("locked_count", seen, 0);
+    int *p = malloc(4096);
+    CHECK("malloc", p != NULL);
+    p[1023] = 42;
+    pthread_mutex_lock(&mu);
+    handed = p;
+    pthread_mutex_unlock(&mu);
+    long long end = check_now_ms(CLOCK_MONOTONIC) + WAIT_MS;
+    int read = 0;
+    while (!read && check_now_ms(CLOCK_MONOTONIC) < end) {
+        usleep(1000);
+        pthread_mutex_lock(&mu);
+        read = got;
+        pthread_mutex_unlock(&mu);
+    }
+    CHECK_EQ("handed_read", read, 42);
+    stop = 1;
+    CHECK_EQ("join", pthread_join(t, NULL), 0);
+    free(p);
+    free((void *)block);
+    return check_finish();
+}
