@@ -42,8 +42,8 @@ __thread bool cb_segv_blocked CB_TLS;
  * code leaves a wait at a timeout, then leaves the program's code, never
  * the runtime's halfway: before, a jump out of a pull left the thread
  * taken for one of the runtime's (its next malloc private: a block it
- * handed another node read as zeros), and one out of a fault could leave
- * the page busy for ever, or a reply to land on a stack reused. */
+ * handed another node read as zeros), and one out of a fault left the
+ * copies it fetched stale for good (tests/posix/jump_out.c). */
 static _Atomic uint64_t app_handled;
 
 static int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);

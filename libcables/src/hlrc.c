@@ -855,6 +855,7 @@ bool cb_release_due_beside(uint64_t p)
     }
     return false;
 }
+
 bool cb_release_due(uint64_t age_ns)
 {
     cb_mutex_lock(&freed_mu);
