@@ -751,7 +751,18 @@ bool cb_app_signals_hold(sigset_t *was)
     return libc_sigmask(SIG_BLOCK, &set, was) == 0;
 }
 
-void cb_app_signals_let(const sigset_t *was) { libc_sigmask(SIG_SETMASK, was, NULL); }
+bool cb_app_signals_let(const sigset_t *was)
+{
+    sigset_t held, pending; /* the kernel's (sigpending adds the master's kept ones) */
+    held_set(&held);
+    bool any = false;
+    if (syscall(SYS_rt_sigpending, &pending, _NSIG / 8) == 0)
+        for (int s = 1; s <= 64 && !any; s++)
+            any = sigismember(&held, s) == 1 && sigismember(&pending, s) == 1 &&
+                  sigismember(was, s) != 1;
+    libc_sigmask(SIG_SETMASK, was, NULL);
+    return any;
+}
 
 int cb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {

@@ -464,9 +464,10 @@ extern __thread bool cb_segv_blocked CB_TLS;
  * no longer) */
 bool cb_in_segv_handler(void);
 /* The program's handled signals held off while the runtime works on this
- * thread's behalf (fault.c): true if held, then let them in again */
+ * thread's behalf (fault.c): true if held; then let in again, true if one
+ * came meanwhile (its handler runs now) */
 bool cb_app_signals_hold(sigset_t *was);
-void cb_app_signals_let(const sigset_t *was);
+bool cb_app_signals_let(const sigset_t *was);
 /* psig.c: signals sent to the process, delivered on the node that has a
  * thread taking them.  An application thread's mask changed (how, set,
  * the one before); a temporary mask in force, or signals waited for (the

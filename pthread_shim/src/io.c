@@ -1076,30 +1076,32 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
  * up to CABLES_PROPAGATE while it goes on, or from 200 us again after a
  * pull that brought news (a handoff through plain flags: a new wait).
  * Not from a signal handler that interrupted its pull (cb_pull), whose
- * locks it holds. */
-static void poll_point(void)
+ * locks it holds.  True if a signal of the program's came during the pull
+ * (held off: its handler ran after it): the sleep that called it then
+ * ends at once, as the signal would have ended it (EINTR), instead of
+ * sleeping on past it. */
+static bool poll_point(void)
 {
     static __thread uint32_t seen;
     static __thread uint64_t gap, next;
     if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing ||
         cb.cfg.propagate <= 0 || atomic_load(&cb.nnodes) < 2)
-        return;
+        return false;
     uint64_t now = cb_now_ns();
     const uint64_t first = 200000, most = (uint64_t)(cb.cfg.propagate * 1e9);
     if (cb_acquires != seen || !gap) { /* it synchronized: not polling */
         seen = cb_acquires;
         gap = first;
         next = now + gap;
-        return;
+        return false;
     }
     if (now < next)
-        return;
+        return false;
     bool news;
     sigset_t was; /* (a handler that leaves by a jump must not leave the pull halfway) */
     bool held = cb_app_signals_hold(&was);
     AS_RUNTIME(news = cb_pull(0, -1, 0)); /* (a pull's acquire leaves cb_acquires as it was) */
-    if (held)
-        cb_app_signals_let(&was);
+    bool caught = held && cb_app_signals_let(&was);
     static _Atomic bool noted;
     if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
         fprintf(stderr,
@@ -1111,31 +1113,42 @@ static void poll_point(void)
                 cb.self, cb.cfg.propagate);
     gap = news ? first : gap * 2 < most ? gap * 2 : most;
     next = cb_now_ns() + gap;
+    return caught;
 }
 
 #define CALL(q, m) LIBC(nanosleep)(q, m)
 int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-    poll_point();
+    if (poll_point() && req) {
+        if (rem)
+            *rem = *req;
+        return errno = EINTR, -1;
+    }
     SLEEP(CALL, r == -1 && errno == EINTR)
 }
 #undef CALL
 #define CALL(q, m) LIBC(clock_nanosleep)(clk, flags, q, m)
 int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
-    poll_point();
+    if (poll_point() && req) {
+        if (rem && !(flags & TIMER_ABSTIME))
+            *rem = *req;
+        return EINTR;
+    }
     SLEEP(CALL, r == EINTR && !(flags & TIMER_ABSTIME))
 }
 #undef CALL
 /* (libc's own sleeps, which call its nanosleep inside) */
 int usleep(useconds_t us)
 {
-    poll_point();
+    if (poll_point())
+        return errno = EINTR, -1;
     return LIBC(usleep)(us);
 }
 unsigned int sleep(unsigned int s)
 {
-    poll_point();
+    if (poll_point())
+        return s;
     return LIBC(sleep)(s);
 }
 int sched_yield(void)

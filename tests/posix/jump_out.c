@@ -5,7 +5,10 @@
  * counts; main polls that count with usleep, reading the pages between
  * sleeps, and a timer's SIGUSR1, every 0.1-2 ms, jumps main out of its
  * poll, JUMPS times: out of usleep or a read, or out of whatever the
- * runtime did inside them (a pull, a fault's fetch).  Then main must still see the count move (polling),
+ * runtime did inside them (a pull, a fault's fetch).  Then SLEEPS sleeps
+ * of main, each with the timer armed 0.1-0.5 ms ahead and the handler
+ * returning, must each end by the signal (EINTR), as natively: never
+ * sleep on past it.  Then main must still see the count move (polling),
  * take a mutex the worker takes, and hand the worker a block it
  * allocated, which the worker must read as main wrote it.
  * RESULT ok=1 checks=N */
@@ -16,10 +19,10 @@
 
 #include "check.h"
 
-enum { JUMPS = 300, PAGES = 64 };
+enum { JUMPS = 300, SLEEPS = 300, PAGES = 64 };
 
 static sigjmp_buf env;
-static volatile sig_atomic_t armed;
+static volatile sig_atomic_t armed, caught;
 static volatile long count;
 static volatile long (*pages)[512]; /* (mu) the worker's block */
 static volatile int stop;
@@ -31,6 +34,7 @@ static int got;
 static void on_usr1(int sig)
 {
     (void)sig;
+    caught++;
     if (armed) {
         armed = 0;
         siglongjmp(env, 1);
@@ -40,6 +44,10 @@ static void on_usr1(int sig)
 static void *worker(void *arg)
 {
     (void)arg;
+    sigset_t usr1; /* the timer's signals are main's */
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, NULL);
     volatile long(*mine)[512] = calloc(PAGES, sizeof *mine);
     pthread_mutex_lock(&mu);
     pages = mine;
@@ -108,6 +116,19 @@ int main(void)
     struct itimerspec off = { { 0, 0 }, { 0, 0 } };
     timer_settime(timer, 0, &off, NULL);
     CHECK_EQ("jumps", jumps, JUMPS);
+
+    int slept_on = 0; /* sleeps the signal did not end */
+    for (int i = 0; i < SLEEPS; i++) {
+        struct itimerspec its = { .it_value = { 0, 100000 + rand_r(&seed) % 400000 } };
+        int before = caught;
+        timer_settime(timer, 0, &its, NULL);
+        struct timespec nap = { 0, 200000000 }, left;
+        int r = nanosleep(&nap, &left);
+        slept_on += r != -1 || errno != EINTR;
+        while (caught == before) /* (a signal that came before the sleep: it slept on) */
+            usleep(100);
+    }
+    CHECK_EQ("slept_on", slept_on, 0);
 
     CHECK("moves_after", count_moves());
     long least = count; /* each page was written after that, or last */
