@@ -1076,32 +1076,35 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
  * up to CABLES_PROPAGATE while it goes on, or from 200 us again after a
  * pull that brought news (a handoff through plain flags: a new wait).
  * Not from a signal handler that interrupted its pull (cb_pull), whose
- * locks it holds.  True if a signal of the program's came during the pull
- * (held off: its handler ran after it): the sleep that called it then
- * ends at once, as the signal would have ended it (EINTR), instead of
- * sleeping on past it. */
-static bool poll_point(void)
+ * locks it holds.  The program's signals are held off during the pull;
+ * PP_HELD: they still are, and the sleep that called it lets them in as
+ * it begins (held_sleep: a signal that came meanwhile ends it at once, as
+ * it would have ended the sleep, and one a moment later ends it too;
+ * before, such a sleep slept on past the signal, its handler run inside
+ * the pull or just after it); PP_CAUGHT: let in, and one came (a sleep
+ * that cannot begin so ends at once, EINTR). */
+enum { PP_NONE, PP_HELD, PP_CAUGHT };
+static int poll_point(sigset_t *was)
 {
     static __thread uint32_t seen;
     static __thread uint64_t gap, next;
     if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing ||
         cb.cfg.propagate <= 0 || atomic_load(&cb.nnodes) < 2)
-        return false;
+        return PP_NONE;
     uint64_t now = cb_now_ns();
     const uint64_t first = 200000, most = (uint64_t)(cb.cfg.propagate * 1e9);
     if (cb_acquires != seen || !gap) { /* it synchronized: not polling */
         seen = cb_acquires;
         gap = first;
         next = now + gap;
-        return false;
+        return PP_NONE;
     }
     if (now < next)
-        return false;
+        return PP_NONE;
     bool news;
-    sigset_t was; /* (a handler that leaves by a jump must not leave the pull halfway) */
-    bool held = cb_app_signals_hold(&was);
+    /* (a handler that leaves by a jump must not leave the pull halfway) */
+    bool held = cb_app_signals_hold(was);
     AS_RUNTIME(news = cb_pull(0, -1, 0)); /* (a pull's acquire leaves cb_acquires as it was) */
-    bool caught = held && cb_app_signals_let(&was);
     static _Atomic bool noted;
     if (news && cb.cfg.poll_note && !atomic_exchange(&noted, true))
         fprintf(stderr,
@@ -1113,24 +1116,61 @@ static bool poll_point(void)
                 cb.self, cb.cfg.propagate);
     gap = news ? first : gap * 2 < most ? gap * 2 : most;
     next = cb_now_ns() + gap;
-    return caught;
+    return held ? PP_HELD : PP_NONE;
+}
+
+/* After PP_HELD: the signals let in, PP_CAUGHT if one came meanwhile */
+static int poll_let(const sigset_t *was) { return cb_app_signals_let(was) ? PP_CAUGHT : PP_NONE; }
+
+/* After PP_HELD: a sleep of *req on the monotonic clock that lets the
+ * program's signals in as it begins (ppoll, which sets the mask and
+ * sleeps at once; the kernel's call leaves what is left in its timeout);
+ * 0, or -1 and errno (EINTR: what is left in *left) */
+static int held_sleep(struct timespec req, struct timespec *left, const sigset_t *was)
+{
+    long r = syscall(SYS_ppoll, NULL, 0, &req, was, _NSIG / 8);
+    int e = errno;
+    cb_app_signals_let(was);
+    if (r == -1 && e == EINTR && left)
+        *left = req;
+    errno = e;
+    return r == -1 ? -1 : 0;
 }
 
 #define CALL(q, m) LIBC(nanosleep)(q, m)
 int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-    if (poll_point() && req) {
-        if (rem)
-            *rem = *req;
-        return errno = EINTR, -1;
+    sigset_t was;
+    int pp = poll_point(&was);
+    if (pp == PP_HELD && req) {
+        int saved = errno;
+        struct timespec q = *req, m;
+        if (held_sleep(q, &m, &was) == 0)
+            return errno = saved, 0;
+        if (rem && errno == EINTR)
+            *rem = m;
+        return -1;
     }
+    if (pp == PP_HELD)
+        poll_let(&was);
     SLEEP(CALL, r == -1 && errno == EINTR)
 }
 #undef CALL
 #define CALL(q, m) LIBC(clock_nanosleep)(clk, flags, q, m)
 int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
-    if (poll_point() && req) {
+    sigset_t was;
+    int pp = poll_point(&was);
+    if (pp == PP_HELD && req && clk == CLOCK_MONOTONIC && !(flags & TIMER_ABSTIME)) {
+        int saved = errno;
+        struct timespec q = *req, m;
+        int r = held_sleep(q, &m, &was) == 0 ? 0 : errno;
+        if (rem && r == EINTR)
+            *rem = m;
+        errno = saved;
+        return r;
+    }
+    if (pp == PP_HELD && poll_let(&was) == PP_CAUGHT && req) { /* another clock: at once */
         if (rem && !(flags & TIMER_ABSTIME))
             *rem = *req;
         return EINTR;
@@ -1141,19 +1181,30 @@ int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct
 /* (libc's own sleeps, which call its nanosleep inside) */
 int usleep(useconds_t us)
 {
-    if (poll_point())
-        return errno = EINTR, -1;
+    sigset_t was;
+    if (poll_point(&was) == PP_HELD) {
+        struct timespec q = { us / 1000000, us % 1000000 * 1000 };
+        return held_sleep(q, NULL, &was);
+    }
     return LIBC(usleep)(us);
 }
 unsigned int sleep(unsigned int s)
 {
-    if (poll_point())
-        return s;
+    sigset_t was;
+    if (poll_point(&was) == PP_HELD) { /* what is left, rounded as glibc's */
+        int saved = errno;
+        struct timespec q = { s, 0 }, m;
+        int r = held_sleep(q, &m, &was);
+        errno = saved;
+        return r == 0 ? 0 : (unsigned)m.tv_sec + (m.tv_nsec >= 500000000);
+    }
     return LIBC(sleep)(s);
 }
 int sched_yield(void)
 {
-    poll_point();
+    sigset_t was;
+    if (poll_point(&was) == PP_HELD)
+        poll_let(&was);
     return LIBC(sched_yield)();
 }
 
