@@ -1076,33 +1076,31 @@ ssize_t getrandom(void *buf, size_t n, unsigned flags)
  * up to CABLES_PROPAGATE while it goes on, or from 200 us again after a
  * pull that brought news (a handoff through plain flags: a new wait).
  * Not from a signal handler that interrupted its pull (cb_pull), whose
- * locks it holds.  The program's signals are held off during the pull;
- * PP_HELD: they still are, and the sleep that called it lets them in as
- * it begins (held_sleep: a signal that came meanwhile ends it at once, as
- * it would have ended the sleep, and one a moment later ends it too;
- * before, such a sleep slept on past the signal, its handler run inside
- * the pull or just after it); PP_CAUGHT: let in, and one came (a sleep
- * that cannot begin so ends at once, EINTR). */
-enum { PP_NONE, PP_HELD, PP_CAUGHT };
-static int poll_point(sigset_t *was)
+ * locks it holds.  The program's signals are held off during the pull (a
+ * handler that leaves by a jump must not leave it halfway): true if they
+ * still are, for the caller to let in (*was: the mask to put back).  A
+ * sleep lets them in as it begins (held_sleep), so one that came during
+ * the pull, or just after it, ends the sleep as it would have (before,
+ * the sleep slept on past it: the handler ran inside the pull, or just
+ * after it). */
+static bool poll_point(sigset_t *was)
 {
     static __thread uint32_t seen;
     static __thread uint64_t gap, next;
     if (!cb_app_thread || !cb.multi || cb.forked || cb_syncing ||
         cb.cfg.propagate <= 0 || atomic_load(&cb.nnodes) < 2)
-        return PP_NONE;
+        return false;
     uint64_t now = cb_now_ns();
     const uint64_t first = 200000, most = (uint64_t)(cb.cfg.propagate * 1e9);
     if (cb_acquires != seen || !gap) { /* it synchronized: not polling */
         seen = cb_acquires;
         gap = first;
         next = now + gap;
-        return PP_NONE;
+        return false;
     }
     if (now < next)
-        return PP_NONE;
+        return false;
     bool news;
-    /* (a handler that leaves by a jump must not leave the pull halfway) */
     bool held = cb_app_signals_hold(was);
     AS_RUNTIME(news = cb_pull(0, -1, 0)); /* (a pull's acquire leaves cb_acquires as it was) */
     static _Atomic bool noted;
@@ -1116,13 +1114,10 @@ static int poll_point(sigset_t *was)
                 cb.self, cb.cfg.propagate);
     gap = news ? first : gap * 2 < most ? gap * 2 : most;
     next = cb_now_ns() + gap;
-    return held ? PP_HELD : PP_NONE;
+    return held;
 }
 
-/* After PP_HELD: the signals let in, PP_CAUGHT if one came meanwhile */
-static int poll_let(const sigset_t *was) { return cb_app_signals_let(was) ? PP_CAUGHT : PP_NONE; }
-
-/* After PP_HELD: a sleep of *req on the monotonic clock that lets the
+/* After poll_point held them: a sleep of *req on the monotonic clock that lets the
  * program's signals in as it begins (ppoll, which sets the mask and
  * sleeps at once; the kernel's call leaves what is left in its timeout);
  * 0, or -1 and errno (EINTR: what is left in *left) */
@@ -1141,18 +1136,18 @@ static int held_sleep(struct timespec req, struct timespec *left, const sigset_t
 int nanosleep(const struct timespec *req, struct timespec *rem)
 {
     sigset_t was;
-    int pp = poll_point(&was);
-    if (pp == PP_HELD && req) {
-        int saved = errno;
-        struct timespec q = *req, m;
-        if (held_sleep(q, &m, &was) == 0)
-            return errno = saved, 0;
-        if (rem && errno == EINTR)
-            *rem = m;
-        return -1;
+    if (poll_point(&was)) {
+        if (req) {
+            int saved = errno;
+            struct timespec m;
+            if (held_sleep(*req, &m, &was) == 0)
+                return errno = saved, 0;
+            if (rem && errno == EINTR)
+                *rem = m;
+            return -1;
+        }
+        cb_app_signals_let(&was);
     }
-    if (pp == PP_HELD)
-        poll_let(&was);
     SLEEP(CALL, r == -1 && errno == EINTR)
 }
 #undef CALL
@@ -1160,20 +1155,21 @@ int nanosleep(const struct timespec *req, struct timespec *rem)
 int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
     sigset_t was;
-    int pp = poll_point(&was);
-    if (pp == PP_HELD && req && clk == CLOCK_MONOTONIC && !(flags & TIMER_ABSTIME)) {
-        int saved = errno;
-        struct timespec q = *req, m;
-        int r = held_sleep(q, &m, &was) == 0 ? 0 : errno;
-        if (rem && r == EINTR)
-            *rem = m;
-        errno = saved;
-        return r;
-    }
-    if (pp == PP_HELD && poll_let(&was) == PP_CAUGHT && req) { /* another clock: at once */
-        if (rem && !(flags & TIMER_ABSTIME))
-            *rem = *req;
-        return EINTR;
+    if (poll_point(&was)) {
+        if (req && clk == CLOCK_MONOTONIC && !(flags & TIMER_ABSTIME)) {
+            int saved = errno;
+            struct timespec m;
+            int r = held_sleep(*req, &m, &was) == 0 ? 0 : errno;
+            if (rem && r == EINTR)
+                *rem = m;
+            errno = saved;
+            return r;
+        }
+        if (cb_app_signals_let(&was) && req) { /* another clock: a signal came, it ends now */
+            if (rem && !(flags & TIMER_ABSTIME))
+                *rem = *req;
+            return EINTR;
+        }
     }
     SLEEP(CALL, r == EINTR && !(flags & TIMER_ABSTIME))
 }
@@ -1182,19 +1178,17 @@ int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct
 int usleep(useconds_t us)
 {
     sigset_t was;
-    if (poll_point(&was) == PP_HELD) {
-        struct timespec q = { us / 1000000, us % 1000000 * 1000 };
-        return held_sleep(q, NULL, &was);
-    }
+    if (poll_point(&was))
+        return held_sleep((struct timespec){ us / 1000000, us % 1000000 * 1000 }, NULL, &was);
     return LIBC(usleep)(us);
 }
 unsigned int sleep(unsigned int s)
 {
     sigset_t was;
-    if (poll_point(&was) == PP_HELD) { /* what is left, rounded as glibc's */
+    if (poll_point(&was)) { /* what is left, rounded as glibc's */
         int saved = errno;
-        struct timespec q = { s, 0 }, m;
-        int r = held_sleep(q, &m, &was);
+        struct timespec m;
+        int r = held_sleep((struct timespec){ s, 0 }, &m, &was);
         errno = saved;
         return r == 0 ? 0 : (unsigned)m.tv_sec + (m.tv_nsec >= 500000000);
     }
@@ -1203,8 +1197,8 @@ unsigned int sleep(unsigned int s)
 int sched_yield(void)
 {
     sigset_t was;
-    if (poll_point(&was) == PP_HELD)
-        poll_let(&was);
+    if (poll_point(&was))
+        cb_app_signals_let(&was);
     return LIBC(sched_yield)();
 }
 
