@@ -113,6 +113,9 @@ typedef struct {
     /* of the fetches by remote read: those that asked the home nothing
      * (pages it served this node before, or shared ahead of its reads) */
     uint64_t fetches_unasked;
+    /* of the pulls: those after a fetch that asked the page's home to
+     * release (a thread that polls: propagate.c) */
+    uint64_t pulls_asking;
 } cables_stats_t;
 /* Fills the first size bytes of *s: fields are only ever appended, so a
  * program built against an older cables.h gets the ones it knows and no

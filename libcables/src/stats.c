@@ -135,7 +135,7 @@ void cables_stats_print(void)
         "write notices made=%llu received=%llu kept=%llu (peak %llu) invalidations=%llu refreshed=%llu confirmed=%llu | "
         "locks=%llu remote=%llu wait=%.3f ms | barriers=%llu wait=%.3f ms | "
         "homes owned=%llu moved=%llu misplaced=%llu dir lookups=%llu claimed=%llu lost=%llu | "
-        "msgs=%llu bytes=%llu | remote calls=%llu (avg %.1f us) | pulls=%llu released=%llu | "
+        "msgs=%llu bytes=%llu | remote calls=%llu (avg %.1f us) | pulls=%llu (asking %llu) released=%llu | "
         "memory=%zu KiB%s\n",
         cb.self, (unsigned long long)s.read_faults, (unsigned long long)s.write_faults,
         (unsigned long long)s.home_faults, (unsigned long long)s.pages_fetched,
@@ -156,7 +156,8 @@ void cables_stats_print(void)
         (unsigned long long)s.claims_lost, (unsigned long long)s.msgs_sent,
         (unsigned long long)s.bytes_sent, (unsigned long long)s.remote_calls,
         s.remote_calls ? s.remote_call_ns / 1e3 / (double)s.remote_calls : 0.0,
-        (unsigned long long)s.pulls, (unsigned long long)s.pull_releases,
+        (unsigned long long)s.pulls, (unsigned long long)s.pulls_asking,
+        (unsigned long long)s.pull_releases,
         cables_memory_used() / 1024, nodes);
     if (syscall(SYS_write, 2, b, (size_t)n) < 0) {}
 }
