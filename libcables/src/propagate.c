@@ -46,8 +46,9 @@
  *    dropped by pulls rarely (periodic ones, two periods apart);
  *  - writes a node makes to its own home pages are read there in place,
  *    released or not: a flag whose home is its writer's node was seen
- *    before that node's data elsewhere.  So the pull after such a fetch
- *    asks the page's home to release, whatever the age of its last
+ *    before that node's data elsewhere.  So the pull after such a fetch,
+ *    by a thread that polls (polled), asks the page's home to release,
+ *    whatever the age of its last
  *    release, if it wrote pages other than that one since
  *    (cb_release_due_beside: its own writes, told apart from the diffs
  *    that landed there; the page itself came with its writes); its
