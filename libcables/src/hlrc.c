@@ -824,16 +824,22 @@ static bool plist_any(cb_plist_t *l)
     return any;
 }
 
+/* blocks freed here wait for this node's next release (cb_send_freed) */
+static bool freed_pending(void)
+{
+    cb_mutex_lock(&freed_mu);
+    bool any = nfreed > 0;
+    cb_mutex_unlock(&freed_mu);
+    return any;
+}
+
 /* at most this many pages hashed to answer: more, and the release is due */
 enum { BESIDE_MAX = 1024 };
 
 bool cb_release_due_beside(uint64_t p)
 {
     atomic_store(&expect_on, true);
-    cb_mutex_lock(&freed_mu);
-    bool any = nfreed > 0;
-    cb_mutex_unlock(&freed_mu);
-    if (any || plist_any(&cb.homed))
+    if (freed_pending() || plist_any(&cb.homed))
         return true;
     uint32_t list[BESIDE_MAX], n;
     cb_mutex_lock(&cb.dirty.mu);
@@ -846,9 +852,10 @@ bool cb_release_due_beside(uint64_t p)
     for (uint32_t i = 0; i < n; i++) {
         uint64_t q = list[i];
         uint32_t s = atomic_load(&cb.pst[q]);
-        if (q == p || (cb_home_cached(q) == cb.self && !(s & PG_SHARED)))
+        bool home = cb_home_cached(q) == cb.self;
+        if (q == p || (home && !(s & PG_SHARED)))
             continue; /* p came with its writes; no copy of a private page is out */
-        if (cb_home_cached(q) != cb.self || !(s & PG_TWIN))
+        if (!home || !(s & PG_TWIN))
             return true; /* a written copy (its diff is due), or a page changing */
         if (!cb_bit(cb.quiet, q) && !as_expected(q))
             return true; /* (a quiet page's copies all go at the notice it had) */
@@ -858,10 +865,7 @@ bool cb_release_due_beside(uint64_t p)
 
 bool cb_release_due(uint64_t age_ns)
 {
-    cb_mutex_lock(&freed_mu);
-    bool any = nfreed > 0;
-    cb_mutex_unlock(&freed_mu);
-    return (any || plist_any(&cb.dirty) || plist_any(&cb.homed)) &&
+    return (freed_pending() || plist_any(&cb.dirty) || plist_any(&cb.homed)) &&
            cb_now_ns() - atomic_load(&cb.release_ns) >= age_ns;
 }
 

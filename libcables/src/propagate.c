@@ -244,7 +244,8 @@ static void *serve_main(void *arg)
                 /* (the asker read page d here as it is: if this node
                  * wrote no other page, all it wrote before that page's
                  * writes came with them) */
-                must |= q->m.c == (uint64_t)cb.self + 1 && cb_release_due_beside(q->m.d);
+                if (!must && q->m.c == (uint64_t)cb.self + 1)
+                    must = cb_release_due_beside(q->m.d); /* (one look answers them all) */
             }
             if (must)
                 age = 0;
