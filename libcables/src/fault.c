@@ -751,6 +751,21 @@ bool cb_app_signals_hold(sigset_t *was)
     return libc_sigmask(SIG_BLOCK, &set, was) == 0;
 }
 
+bool cb_app_signals_hold_taking(int also, sigset_t *was, sigset_t *take)
+{
+    if (!atomic_load_explicit(&app_handled, memory_order_relaxed))
+        return false;
+    held_set(take);
+    sigaddset(take, also);
+    if (libc_sigmask(SIG_BLOCK, take, was))
+        return false;
+    for (int s = 1; s <= 64; s++)
+        if (sigismember(was, s) == 1)
+            sigdelset(take, s);
+    sigaddset(take, also);
+    return true;
+}
+
 bool cb_app_signals_let(const sigset_t *was)
 {
     sigset_t held, pending; /* the kernel's (sigpending adds the master's kept ones) */

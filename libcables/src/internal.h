@@ -114,6 +114,7 @@ typedef struct cb_waiter {
     _Atomic uint32_t pending; /* outstanding acks (diffs of a release) */
     uint64_t who;        /* lock.c: the thread taking the lock */
     bool try_only;       /* lock.c: a trylock, answered granted or busy */
+    pid_t wake_tid;      /* its waiter takes its wakes as signal cb_rsig (cb_waiter_wait_held) */
 } cb_waiter_t;
 cb_waiter_t *cb_waiter_new(void); /* zeroed, from this thread's private pool */
 void cb_waiter_free(cb_waiter_t *w);
@@ -152,6 +153,10 @@ bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
 int cb_waiter_wait_intr(cb_waiter_t *w, bool restart);
 /* a cancellation asked: wake w's waiter, whose wait may have just begun */
 void cb_waiter_poke(cb_waiter_t *w);
+/* Wait for w (1), a signal of take taken (-2, its siginfo in *si) or this
+ * application thread's cancellation (-1), take's signals blocked and
+ * cb_rsig among them, w->wake_tid set before w was posted (rsys.c) */
+int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si);
 
 /* ---- messages (comm.c) ---- */
 enum cb_msg_type {
@@ -468,6 +473,9 @@ bool cb_in_segv_handler(void);
  * came meanwhile (its handler runs now) */
 bool cb_app_signals_hold(sigset_t *was);
 bool cb_app_signals_let(const sigset_t *was);
+/* held as by cb_app_signals_hold, and signal also too; *take: the held
+ * signals the program's mask lets in, and also */
+bool cb_app_signals_hold_taking(int also, sigset_t *was, sigset_t *take);
 /* psig.c: signals sent to the process, delivered on the node that has a
  * thread taking them.  An application thread's mask changed (how, set,
  * the one before); a temporary mask in force, or signals waited for (the
@@ -583,6 +591,7 @@ long cb_rsys(cb_rsys_t *r);
  * program's sigaction of it changes nothing */
 extern int cb_rsig;
 void cb_rsys_init(void);
+void cb_rsys_after_fork(void);
 void cb_rsys_tick(void); /* master, comm thread: interrupts not yet met sent again */
 /* the shim's operations, made at the master (set by the shim) */
 extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);

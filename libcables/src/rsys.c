@@ -31,7 +31,16 @@
  * interrupted (interruptible()).  Before, a thread blocked
  * in a read of a master's pipe could be neither interrupted nor
  * cancelled: its join waited for ever.  The SIGPIPE or SIGXFSZ a call
- * raises is the caller's (raised_here). */
+ * raises is the caller's (raised_here).
+ *
+ * The program's signals are held while a call waits, so that a handler
+ * that leaves by siglongjmp finds the call ended: the wait takes a signal
+ * that comes (cb_waiter_wait_held: the reply's wake is cb_rsig, ignored
+ * off the master), interrupts the call as above, and when it has ended
+ * queues the signal again (its siginfo kept) and lets it in.  A call
+ * interrupted by a handler with SA_RESTART is then made again, as the
+ * kernel restarts its own.  Before, a jump out of a read left the read
+ * running at the master, and the bytes it read went nowhere. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -100,13 +109,21 @@ long cb_rsys(cb_rsys_t *r)
         }
     cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_RSYS, .a = RSYS_CALL };
+    bool restart, intr = cb_app_thread && cb_thr && interruptible(r, &restart);
+    /* the program's handlers wait for the call's end (held_wait) */
+    sigset_t was, take;
+    bool held = cb_app_thread && cb.self != 0 && cb_app_signals_hold_taking(cb_rsig, &was, &take);
+    if (held && intr)
+        w->wake_tid = (pid_t)syscall(SYS_gettid);
+    siginfo_t si;
     uint64_t t0 = cb_now_ns();
     cb_call_post(0, &m, req, inlen, w);
-    bool restart, intr = cb_app_thread && cb_thr && interruptible(r, &restart);
-    int how = intr ? cb_waiter_wait_intr(w, restart) : (cb_waiter_wait(w), 1);
+    int how = !intr ? (cb_waiter_wait(w), 1)
+              : held ? cb_waiter_wait_held(w, &take, &si)
+                     : cb_waiter_wait_intr(w, restart);
     /* a cancellation: a call that ends soon is left to end (a cleanup
      * handler's, once the cancellation is acted on) */
-    if (how < 0 && cb_waiter_wait_until(w, cb_now_ns() + 200000000ull))
+    if (how == -1 && cb_waiter_wait_until(w, cb_now_ns() + 200000000ull))
         how = 1;
     if (how != 1) {
         cb_msg_t i = { .type = M_RSYS, .a = RSYS_INTR, .b = (uintptr_t)w };
@@ -118,10 +135,15 @@ long cb_rsys(cb_rsys_t *r)
     free(req);
     long res = (long)w->value;
     int err = (int)w->value2;
+    /* a signal taken from the wait, its handler with SA_RESTART: the call
+     * interrupted before it did anything is made again once it ran */
+    struct sigaction sa;
+    bool again = how == -2 && restart && res == -1 && err == EINTR && w->value3 == 0 &&
+                 cb_sigaction(si.si_signo, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART);
     /* the answer: the length of each buffer's bytes, then the bytes */
     const uint8_t *p = w->data;
     size_t left = w->len, need = (size_t)r->nbuf * sizeof(uint64_t);
-    if (w->value3 == 0 && left >= need) {
+    if (!again && w->value3 == 0 && left >= need) {
         const uint64_t *lens = (const uint64_t *)(const void *)p;
         at = need;
         for (uint32_t i = 0; i < r->nbuf; i++) {
@@ -141,6 +163,14 @@ long cb_rsys(cb_rsys_t *r)
     uint64_t raised = (uint64_t)w->value4;
     free(w->data);
     cb_waiter_free(w);
+    if (how == -2) /* pending again, for its handler (which may jump out: nothing is left to do) */
+        syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si.si_signo, &si);
+    if (held)
+        cb_app_signals_let(&was);
+    if (again) {
+        errno = saved;
+        return cb_rsys(r);
+    }
     /* cancelled (the cancellation's own signal may have ended the wait
      * first): acted on, which unwinds */
     if (how != 1 && res == -1 && err == EINTR && atomic_load(&cb_thr->cancel) &&
@@ -350,6 +380,15 @@ void cb_rsys_tick(void)
     cb_mutex_unlock(&pool_mu);
 }
 
+/* a child of fork: an exec's image finds cb_rsig as a process's (an
+ * ignored signal stays ignored) */
+void cb_rsys_after_fork(void)
+{
+    struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } dfl = { 0 };
+    if (cb_rsig) /* the kernel's call: the shim's sigaction refuses it */
+        syscall(SYS_rt_sigaction, cb_rsig, &dfl, NULL, sizeof dfl.mask);
+}
+
 void cb_rsys_init(void)
 {
     /* (the program's SIGRTMAX is one less) */
@@ -358,7 +397,10 @@ void cb_rsys_init(void)
         cb_die("node %d: no real-time signal left for the runtime", cb.self);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_rsig; /* no SA_RESTART */
+    /* no SA_RESTART; off the master, where it only wakes a held wait
+     * (cb_waiter_wait_held), ignored: one that comes after its wait ended
+     * ends no call of the program's */
+    sa.sa_handler = cb.self == 0 ? on_rsig : SIG_IGN;
     sigemptyset(&sa.sa_mask);
     if (cb_sigaction(s, &sa, NULL))
         cb_die("node %d: cannot set the handler of signal %d: %s", cb.self, s, strerror(errno));

@@ -69,11 +69,22 @@ static bool rearm(cb_waiter_t *w)
     return atomic_load_explicit(&w->done, memory_order_acquire) == 1;
 }
 
+/* a waiter in cb_waiter_wait_held: read before the wake (then w may be
+ * reused); a signal that comes after its wait ended is ignored there or
+ * taken by its next (rsys.c: cb_rsig's disposition off the master) */
+static void wake_by_signal(pid_t tid)
+{
+    if (tid)
+        syscall(SYS_tgkill, cb_pid(), tid, cb_rsig);
+}
+
 void cb_waiter_poke(cb_waiter_t *w)
 {
+    pid_t tid = w->wake_tid;
     uint32_t two = 2;
     if (atomic_compare_exchange_strong(&w->done, &two, 3))
         cb_futex_wake(&w->done);
+    wake_by_signal(tid);
 }
 
 /* a program's thread asleep in the runtime: not spinning (propagate.c) */
@@ -101,8 +112,10 @@ void cb_waiter_wait(cb_waiter_t *w)
 
 void cb_waiter_wake(cb_waiter_t *w)
 {
+    pid_t tid = w->wake_tid;
     if (atomic_exchange_explicit(&w->done, 1, memory_order_acq_rel) == 2)
         cb_futex_wake(&w->done);
+    wake_by_signal(tid);
 }
 
 void cb_waiter_wait_pending(cb_waiter_t *w)
@@ -158,6 +171,34 @@ int cb_waiter_wait_intr(cb_waiter_t *w, bool restart)
     if (t)
         atomic_store(&t->waiting, NULL);
     return r == -2 ? 0 : r;
+}
+
+int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si)
+{
+    static const struct timespec none, tick = { 0, 250000000 }; /* (a lost wake: not for ever) */
+    sigset_t wakes;
+    sigemptyset(&wakes);
+    sigaddset(&wakes, cb_rsig);
+    while (syscall(SYS_rt_sigtimedwait, &wakes, NULL, &none, _NSIG / 8) > 0)
+        ; /* those of waits before, if the program blocks cb_rsig */
+    cb_thr_t *t = cb_thr;
+    atomic_store(&t->waiting, w);
+    blocked(1);
+    int r = 0;
+    while (!r) {
+        if (atomic_load_explicit(&w->done, memory_order_acquire) == 1)
+            r = 1;
+        else if (atomic_load(&t->cancel) && !t->cancel_off)
+            r = -1;
+        else {
+            long s = syscall(SYS_rt_sigtimedwait, take, si, &tick, _NSIG / 8);
+            if (s > 0 && s != cb_rsig)
+                r = -2;
+        }
+    }
+    blocked(-1);
+    atomic_store(&t->waiting, NULL);
+    return r;
 }
 
 bool cb_waiter_wait_until(cb_waiter_t *w, uint64_t deadline)

@@ -646,6 +646,7 @@ static void child_side(void)
     cb.forked = true;
     cb_app_thread = false;
     cb_fault_after_fork();
+    cb_rsys_after_fork();
     bool ok = private_view(CB_GAS_BASE, 0, cb.npages);
     for (int i = 0; ok && i < cb.nalias; i++)
         ok = private_view(cb.alias[i].lo, cb.alias[i].first,

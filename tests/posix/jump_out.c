@@ -10,7 +10,14 @@
  * returning, must each end by the signal (EINTR), as natively: never
  * sleep on past it.  Then main must still see the count move (polling),
  * take a mutex the worker takes, and hand the worker a block it
- * allocated, which the worker must read as main wrote it.
+ * allocated, which the worker must read as main wrote it.  Last, a
+ * reader thread (on another node: its reads of main's pipe are made at the
+ * master) reads the pipe a byte at a time, and main, ROUNDS times, sends it
+ * SIGUSR2 while the pipe is empty, whose handler jumps out of the read,
+ * then writes the next byte: every byte must be read, in order, and most
+ * signals must have jumped out of a read.  (Before, a jump out of a remote
+ * read left the read running at the master: it took the next byte, and the
+ * reader waited for ever.)
  * RESULT ok=1 checks=N */
 #include <setjmp.h>
 #include <stdbool.h>
@@ -20,7 +27,7 @@
 
 #include "check.h"
 
-enum { JUMPS = 300, SLEEPS = 300, PAGES = 64 };
+enum { JUMPS = 300, SLEEPS = 300, PAGES = 64, ROUNDS = 100 };
 
 static sigjmp_buf env;
 static volatile sig_atomic_t armed, caught;
@@ -65,6 +72,58 @@ static void *worker(void *arg)
         usleep(200);
     }
     return NULL;
+}
+
+static sigjmp_buf renv;
+static volatile sig_atomic_t rarmed;
+static int fds[2];
+static int rjumps, rnext, rbad; /* (mu) */
+
+static void on_usr2(int sig)
+{
+    (void)sig;
+    if (rarmed) {
+        rarmed = 0;
+        siglongjmp(renv, 1);
+    }
+}
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    for (volatile int next = 0;;) {
+        if (sigsetjmp(renv, 1) == 0) {
+            unsigned char c;
+            rarmed = 1;
+            ssize_t n = read(fds[0], &c, 1);
+            rarmed = 0;
+            if (n <= 0)
+                break; /* (main closed the pipe) */
+            pthread_mutex_lock(&mu);
+            rbad += c != (unsigned char)next;
+            rnext = ++next;
+            pthread_mutex_unlock(&mu);
+        } else {
+            pthread_mutex_lock(&mu);
+            rjumps++;
+            pthread_mutex_unlock(&mu);
+        }
+    }
+    return NULL;
+}
+
+/* *v (mu) passed was within ms */
+static bool passes(const int *v, int was, int ms)
+{
+    long long end = check_now_ms(CLOCK_MONOTONIC) + ms;
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        int now = *v;
+        pthread_mutex_unlock(&mu);
+        if (now > was || check_now_ms(CLOCK_MONOTONIC) >= end)
+            return now > was;
+        usleep(500);
+    }
 }
 
 /* the count moved by more than 5 within WAIT_MS, seen by polling */
@@ -164,5 +223,27 @@ int main(void)
     CHECK_EQ("join", pthread_join(t, NULL), 0);
     free(p);
     free((void *)block);
+
+    sa.sa_handler = on_usr2;
+    CHECK_EQ("sigaction_usr2", sigaction(SIGUSR2, &sa, NULL), 0);
+    CHECK_EQ("pipe", pipe(fds), 0);
+    CHECK_EQ("create_reader", pthread_create(&t, NULL, reader, NULL), 0);
+    int sent = 0;
+    for (bool ok = true; ok && sent < ROUNDS;) {
+        pthread_mutex_lock(&mu);
+        int jumped = rjumps;
+        pthread_mutex_unlock(&mu);
+        pthread_kill(t, SIGUSR2);
+        passes(&rjumps, jumped, 50); /* (the signal may come before the read: no jump) */
+        unsigned char c = (unsigned char)sent;
+        ok = write(fds[1], &c, 1) == 1 && passes(&rnext, sent, WAIT_MS);
+        sent += ok;
+    }
+    close(fds[1]);
+    CHECK_EQ("join_reader", pthread_join(t, NULL), 0);
+    close(fds[0]);
+    CHECK_EQ("bytes_read", rnext, ROUNDS);
+    CHECK_EQ("bytes_in_order", rbad, 0);
+    CHECK_GE("read_jumps", rjumps, ROUNDS / 2);
     return check_finish();
 }
