@@ -33,14 +33,15 @@
  * cancelled: its join waited for ever.  The SIGPIPE or SIGXFSZ a call
  * raises is the caller's (raised_here).
  *
- * The program's signals are held while a call waits, so that a handler
- * that leaves by siglongjmp finds the call ended: the wait takes a signal
- * that comes (cb_waiter_wait_held: the reply's wake is cb_rsig, ignored
- * off the master), interrupts the call as above, and when it has ended
- * queues the signal again (its siginfo kept) and lets it in.  A call
- * interrupted by a handler with SA_RESTART is then made again, as the
- * kernel restarts its own.  Before, a jump out of a read left the read
- * running at the master, and the bytes it read went nowhere. */
+ * While a call that waits (interruptible()) waits, the program's signals
+ * are held, so that a handler that leaves by siglongjmp finds the call
+ * ended: the wait takes a signal that comes (cb_waiter_wait_held: the
+ * reply's wake is cb_rsig, ignored off the master), interrupts the call
+ * as above, and when it has ended queues the signal again (its siginfo
+ * kept) and lets it in.  A call a handler with SA_RESTART interrupted is
+ * then made again, as the kernel restarts its own.  Before, a jump out of
+ * a read left the read running at the master, and the bytes it read went
+ * nowhere. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -110,10 +111,12 @@ long cb_rsys(cb_rsys_t *r)
     cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_RSYS, .a = RSYS_CALL };
     bool restart, intr = cb_app_thread && cb_thr && interruptible(r, &restart);
-    /* the program's handlers wait for the call's end (held_wait) */
+    /* a call that waits: the program's handlers wait for its end (a
+     * handler may leave by siglongjmp); one that is made whole does not
+     * hold them (a handler that ends the program runs meanwhile) */
     sigset_t was, take;
-    bool held = cb_app_thread && cb.self != 0 && cb_app_signals_hold_taking(cb_rsig, &was, &take);
-    if (held && intr)
+    bool held = intr && cb.self != 0 && cb_app_signals_hold_taking(cb_rsig, &was, &take);
+    if (held)
         w->wake_tid = (pid_t)syscall(SYS_gettid);
     siginfo_t si;
     uint64_t t0 = cb_now_ns();
