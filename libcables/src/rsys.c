@@ -63,11 +63,11 @@ int cb_rsig;
 /* ---- the caller's side ---- */
 
 /* The calls a handler or a cancellation interrupts: those that wait (on a
- * pipe, a socket, a lock, a child), all cancellation points but flock's,
- * and the shim's reads and writes of a stream (fgets, fgetc, getdelim,
- * fread, fwrite, fputc, fflush: libc's read or write inside ends with
- * EINTR, and the stream says so); the others (the runtime's, the rest of
- * stdio's, a file's) are made whole. */
+ * pipe, a socket, a lock, a child, a FIFO's other end), all cancellation
+ * points but flock's, and the shim's reads and writes of a stream (fgets,
+ * fgetc, getdelim, fread, fwrite, fputc, fflush: libc's read or write
+ * inside ends with EINTR, and the stream says so); the others (the
+ * runtime's, the rest of stdio's, a file's) are made whole. */
 static bool interruptible(const cb_rsys_t *r, bool *restart)
 {
     *restart = true;
@@ -84,6 +84,7 @@ static bool interruptible(const cb_rsys_t *r, bool *restart)
     case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
     case SYS_accept: case SYS_accept4: case SYS_connect:
     case SYS_wait4: case SYS_waitid: case SYS_flock:
+    case SYS_openat: /* (a FIFO's waits for the other end) */
         return true;
     case SYS_fcntl:
         return r->arg[1] == F_SETLKW || r->arg[1] == F_OFD_SETLKW;

@@ -869,9 +869,9 @@ TEST(ProgramFault, EndsTheRunAsTheProcess)
     }
 }
 
-// A thread of another node blocked in a read of main's pipe or a flush of
-// main's stream into a full one (a call made
-// at the master) is interrupted as a process's thread is: a handler
+// A thread of another node blocked in a read of main's pipe, a flush of
+// main's stream into a full one or an open of a FIFO (a call made at the
+// master) is interrupted as a process's thread is: a handler
 // without SA_RESTART makes it EINTR (no byte lost), one with SA_RESTART
 // lets it go on, and pthread_cancel ends it (before: its join waited for
 // ever).  The same checks as the native run's.

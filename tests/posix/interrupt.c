@@ -12,7 +12,11 @@
  *     fgets of a stream main opened on a second pipe;
  *   - on a stream main opened on a third pipe, kept full: a handler
  *     without SA_RESTART makes the thread's fflush fail with EINTR (the
- *     stream's error set), and pthread_cancel ends a thread in fflush.
+ *     stream's error set), and pthread_cancel ends a thread in fflush;
+ *   - an open of a FIFO, which waits for a writer: a handler without
+ *     SA_RESTART makes it EINTR, one with SA_RESTART lets it go on, and it
+ *     returns when main opens the writing end (before, it was not
+ *     interrupted: it waited for a writer for ever).
  * Before, on libcables, none of the three reads ended until data came, and
  * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
  * (check.h). */
@@ -22,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,6 +133,33 @@ static void *cancelled_fflush(void *arg)
     return NULL;
 }
 
+static char fifo[64];
+
+static void *fifo_eintr(void *arg)
+{
+    (void)arg;
+    gate_set(&g, 9);
+    errno = 0;
+    CHECK_EQ("fifo_eintr", open(fifo, O_RDONLY), -1);
+    CHECK_ERR("fifo_errno", errno, EINTR);
+    CHECK_EQ("fifo_handled", handled, 1);
+    return NULL;
+}
+
+static void *fifo_restart(void *arg)
+{
+    (void)arg;
+    gate_set(&g, 10);
+    int fd = open(fifo, O_RDONLY);
+    CHECK_GE("fifo_restart_open", fd, 0);
+    CHECK_EQ("fifo_restart_handled", handled, 1);
+    char c = 0;
+    CHECK_EQ("fifo_read", read(fd, &c, 1), 1);
+    CHECK_EQ("fifo_byte", c, 'f');
+    close(fd);
+    return NULL;
+}
+
 static int joined(pthread_t t, void **ret)
 {
     struct timespec ts = check_deadline(CLOCK_REALTIME, WAIT_MS);
@@ -220,5 +252,28 @@ int main(void)
     errno = 0;
     int rc = fclose(wstream);
     CHECK("fclose_w", rc == 0 || (rc == EOF && errno == EPIPE));
+
+    snprintf(fifo, sizeof fifo, "/tmp/cables-interrupt-%d", (int)getpid());
+    unlink(fifo);
+    CHECK_EQ("mkfifo", mkfifo(fifo, 0600), 0);
+    CHECK_EQ("create_fifo_eintr", pthread_create(&t, NULL, fifo_eintr, NULL), 0);
+    CHECK("fifo_eintr_started", gate_wait(&g, 9));
+    usleep(200000); /* in its open */
+    CHECK_EQ("kill_fifo", pthread_kill(t, SIGUSR1), 0);
+    CHECK_EQ("join_fifo_eintr", joined(t, NULL), 0);
+    CHECK_EQ("create_fifo_restart", pthread_create(&t, NULL, fifo_restart, NULL), 0);
+    CHECK("fifo_restart_started", gate_wait(&g, 10));
+    usleep(200000);
+    CHECK_EQ("kill_fifo_restart", pthread_kill(t, SIGUSR2), 0);
+    usleep(200000); /* its handler ran, its open goes on */
+    int w = -1; /* (no reader yet: ENXIO) */
+    for (long long end = check_now_ms(CLOCK_MONOTONIC) + WAIT_MS;
+         (w = open(fifo, O_WRONLY | O_NONBLOCK)) < 0 && check_now_ms(CLOCK_MONOTONIC) < end;)
+        usleep(10000);
+    CHECK_GE("fifo_writer", w, 0);
+    CHECK_EQ("fifo_write", write(w, "f", 1), 1);
+    CHECK_EQ("join_fifo_restart", joined(t, NULL), 0);
+    close(w);
+    unlink(fifo);
     return check_finish();
 }
