@@ -16,7 +16,11 @@
  *   - an open of a FIFO, which waits for a writer: a handler without
  *     SA_RESTART makes it EINTR, one with SA_RESTART lets it go on, and it
  *     returns when main opens the writing end (before, it was not
- *     interrupted: it waited for a writer for ever).
+ *     interrupted: it waited for a writer for ever);
+ *   - a storm: STORM bytes written one at a time, each after a SIGUSR2
+ *     (SA_RESTART) sent to the thread reading them: each read is made
+ *     again after each interruption, and every byte is read once, in
+ *     order.
  * Before, on libcables, none of the three reads ended until data came, and
  * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
  * (check.h). */
@@ -26,6 +30,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,6 +165,25 @@ static void *fifo_restart(void *arg)
     return NULL;
 }
 
+enum { STORM = 1000 };
+static int storm_fds[2];
+
+static void *storm_reader(void *arg)
+{
+    (void)arg;
+    gate_set(&g, 11);
+    int next = 0, bad = 0;
+    for (unsigned char c; next < STORM; next++) {
+        if (read(storm_fds[0], &c, 1) != 1)
+            break;
+        bad += c != (unsigned char)next;
+    }
+    CHECK_EQ("storm_read", next, STORM);
+    CHECK_EQ("storm_order", bad, 0);
+    CHECK_GT("storm_handled", handled, 0);
+    return NULL;
+}
+
 static int joined(pthread_t t, void **ret)
 {
     struct timespec ts = check_deadline(CLOCK_REALTIME, WAIT_MS);
@@ -275,5 +299,19 @@ int main(void)
     CHECK_EQ("join_fifo_restart", joined(t, NULL), 0);
     close(w);
     unlink(fifo);
+
+    CHECK_EQ("pipe_storm", pipe(storm_fds), 0);
+    CHECK_EQ("create_storm", pthread_create(&t, NULL, storm_reader, NULL), 0);
+    CHECK("storm_started", gate_wait(&g, 11));
+    int sent = 0;
+    for (unsigned seed = 1; sent < STORM; sent++) {
+        unsigned char c = (unsigned char)sent;
+        pthread_kill(t, SIGUSR2);
+        usleep(50 + rand_r(&seed) % 200);
+        if (write(storm_fds[1], &c, 1) != 1)
+            break;
+    }
+    CHECK_EQ("storm_sent", sent, STORM);
+    CHECK_EQ("join_storm", joined(t, NULL), 0);
     return check_finish();
 }
