@@ -33,12 +33,12 @@
  * cancelled: its join waited for ever.  The SIGPIPE or SIGXFSZ a call
  * raises is the caller's (raised_here).
  *
- * While a call that waits (interruptible()) waits, the program's signals
- * are held, so that a handler that leaves by siglongjmp finds the call
- * ended: the wait takes a signal that comes (cb_waiter_wait_held: the
+ * While a call waits, the program's signals are held, so that a handler
+ * that leaves by siglongjmp finds the call ended.  A call that waits
+ * (interruptible()) takes a signal that comes (cb_waiter_wait_held: the
  * reply's wake is cb_rsig, ignored off the master), interrupts the call
  * as above, and when it has ended queues the signal again (its siginfo
- * kept) and lets it in.  A call a handler with SA_RESTART interrupted is
+ * kept) and lets it in; one made whole lets it in when it has ended.  A call a handler with SA_RESTART interrupted is
  * then made again, as the kernel restarts its own.  Before, a jump out of
  * a read left the read running at the master, and the bytes it read went
  * nowhere. */
@@ -112,12 +112,11 @@ long cb_rsys(cb_rsys_t *r)
     cb_waiter_t *w = cb_waiter_new();
     cb_msg_t m = { .type = M_RSYS, .a = RSYS_CALL };
     bool restart, intr = cb_app_thread && cb_thr && interruptible(r, &restart);
-    /* a call that waits: the program's handlers wait for its end (a
-     * handler may leave by siglongjmp); one that is made whole does not
-     * hold them (a handler that ends the program runs meanwhile) */
+    /* the program's handlers wait for the call's end (one may leave by
+     * siglongjmp), as the kernel's wait for a call it does not interrupt */
     sigset_t was, take;
-    bool held = intr && cb.self != 0 && cb_app_signals_hold_taking(cb_rsig, &was, &take);
-    if (held)
+    bool held = cb_app_thread && cb.self != 0 && cb_app_signals_hold_taking(cb_rsig, &was, &take);
+    if (held && intr)
         w->wake_tid = (pid_t)syscall(SYS_gettid);
     siginfo_t si;
     uint64_t t0 = cb_now_ns();

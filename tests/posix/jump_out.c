@@ -17,8 +17,19 @@
  * then writes the next byte: every byte must be read, in order, and most
  * signals must have jumped out of a read.  (Before, a jump out of a remote
  * read left the read running at the master: it took the next byte, and the
- * reader waited for ever.)
+ * reader waited for ever.)  Then the reader reads a file main opened (its
+ * reads made whole at the master), a byte at a time at the offset lseek
+ * gives, sleeping 0.1 ms after each, while main sends it SIGUSR2 every
+ * 0.1-0.3 ms until it is done:
+ * each jump leaves the file's offset and the bytes read before it as
+ * natively (a call the kernel does not interrupt ends before the
+ * handler runs), so every byte must be there; before, a jump during such
+ * a call left its byte unread though the offset had moved past it, and
+ * the sixteenth such jump ended the node (its waits ran out).
  * RESULT ok=1 checks=N */
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -27,7 +38,7 @@
 
 #include "check.h"
 
-enum { JUMPS = 300, SLEEPS = 300, PAGES = 64, ROUNDS = 100 };
+enum { JUMPS = 300, SLEEPS = 300, PAGES = 64, ROUNDS = 100, FILE_BYTES = 2000 };
 
 static sigjmp_buf env;
 static volatile sig_atomic_t armed, caught;
@@ -78,6 +89,9 @@ static sigjmp_buf renv;
 static volatile sig_atomic_t rarmed;
 static int fds[2];
 static int rjumps, rnext, rbad; /* (mu) */
+static int ffd;
+static unsigned char fbuf[FILE_BYTES];
+static int fjumps, fdone; /* (mu) */
 
 static void on_usr2(int sig)
 {
@@ -108,6 +122,21 @@ static void *reader(void *arg)
             rjumps++;
             pthread_mutex_unlock(&mu);
         }
+    }
+    for (volatile int jumps = 0;;) {
+        if (sigsetjmp(renv, 1) == 0) {
+            rarmed = 1;
+            for (off_t at; (at = lseek(ffd, 0, SEEK_CUR)) >= 0 && at < FILE_BYTES; usleep(100))
+                if (read(ffd, &fbuf[at], 1) != 1)
+                    break;
+            rarmed = 0;
+            pthread_mutex_lock(&mu);
+            fjumps = jumps;
+            fdone = 1;
+            pthread_mutex_unlock(&mu);
+            break;
+        }
+        jumps++;
     }
     return NULL;
 }
@@ -227,6 +256,16 @@ int main(void)
     sa.sa_handler = on_usr2;
     CHECK_EQ("sigaction_usr2", sigaction(SIGUSR2, &sa, NULL), 0);
     CHECK_EQ("pipe", pipe(fds), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/cables-jump-out-%d", (int)getpid());
+    ffd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK_GE("file", ffd, 0);
+    unlink(path);
+    for (int i = 0; i < FILE_BYTES; i++)
+        fbuf[i] = (unsigned char)(i * 7 + 1);
+    CHECK_EQ("file_write", write(ffd, fbuf, FILE_BYTES), FILE_BYTES);
+    CHECK_EQ("file_rewind", lseek(ffd, 0, SEEK_SET), 0);
+    memset(fbuf, 0, sizeof fbuf);
     CHECK_EQ("create_reader", pthread_create(&t, NULL, reader, NULL), 0);
     int sent = 0;
     for (bool ok = true; ok && sent < ROUNDS;) {
@@ -240,10 +279,25 @@ int main(void)
         sent += ok;
     }
     close(fds[1]);
+    unsigned seed2 = 7;
+    for (int done = 0, n = 0; !done && n < 50000; n++) { /* (at most 5-15 s) */
+        pthread_kill(t, SIGUSR2);
+        usleep(100 + rand_r(&seed2) % 200);
+        pthread_mutex_lock(&mu);
+        done = fdone;
+        pthread_mutex_unlock(&mu);
+    }
     CHECK_EQ("join_reader", pthread_join(t, NULL), 0);
     close(fds[0]);
     CHECK_EQ("bytes_read", rnext, ROUNDS);
     CHECK_EQ("bytes_in_order", rbad, 0);
     CHECK_GE("read_jumps", rjumps, ROUNDS / 2);
+    int wrong = 0;
+    for (int i = 0; i < FILE_BYTES; i++)
+        wrong += fbuf[i] != (unsigned char)(i * 7 + 1);
+    CHECK_EQ("file_bytes_wrong", wrong, 0);
+    CHECK_EQ("file_offset", lseek(ffd, 0, SEEK_CUR), FILE_BYTES);
+    CHECK_GE("file_jumps", fjumps, 20);
+    close(ffd);
     return check_finish();
 }
