@@ -1593,14 +1593,18 @@ EARLY_FN int timer_settime(timer_t t, int flags, const struct itimerspec *restri
     return r;
 }
 
-/* with the signals the master keeps pending for the process (psig.c) */
+/* with the signals the master keeps pending for the process (psig.c), and
+ * without the runtime's (a remote call's late wake, pending where the
+ * program blocks it: libcables/src/rsys.c) */
 EARLY_FN static int pending_of(sigset_t *set)
 {
     int r = EARLY(sigpending)(set);
     uint64_t kept = cb_psig_parked(), b;
-    if (r == 0 && kept) {
+    if (r == 0 && (kept || cb_rsig)) {
         memcpy(&b, set, sizeof b);
         b |= kept;
+        if (cb_rsig)
+            b &= ~(1ull << (cb_rsig - 1));
         memcpy(set, &b, sizeof b);
     }
     return r;
