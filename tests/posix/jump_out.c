@@ -20,12 +20,12 @@
  * reader waited for ever.)  Then the reader reads a file main opened (its
  * reads made whole at the master), a byte at a time at the offset lseek
  * gives, sleeping 0.1 ms after each, while main sends it SIGUSR2 every
- * 0.1-0.3 ms until it is done:
- * each jump leaves the file's offset and the bytes read before it as
- * natively (a call the kernel does not interrupt ends before the
- * handler runs), so every byte must be there; before, a jump during such
- * a call left its byte unread though the offset had moved past it, and
- * the sixteenth such jump ended the node (its waits ran out).
+ * 0.1-0.3 ms until it is done: each jump leaves the file's offset and the
+ * bytes read before it as natively (a call the kernel does not interrupt
+ * ends before the handler runs), so every byte must be there.  (Before, a
+ * jump during such a call left its byte unread though the offset had
+ * moved past it, and the sixteenth such jump ended the node: its waits
+ * ran out.)
  * RESULT ok=1 checks=N */
 #include <fcntl.h>
 #include <unistd.h>
