@@ -153,10 +153,11 @@ bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
 int cb_waiter_wait_intr(cb_waiter_t *w, bool restart);
 /* a cancellation asked: wake w's waiter, whose wait may have just begun */
 void cb_waiter_poke(cb_waiter_t *w);
-/* Wait for w (1), a signal of take taken (-2, its siginfo in *si) or this
- * application thread's cancellation (-1), take's signals blocked and
- * cb_rsig among them, w->wake_tid set before w was posted (rsys.c) */
-int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si);
+/* Wait for w (1), a signal of take taken (-2, its siginfo in *si) or,
+ * cancellable, this application thread's cancellation (-1), take's
+ * signals blocked and cb_rsig among them, w->wake_tid set before w was
+ * posted (rsys.c) */
+int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si, bool cancellable);
 
 /* ---- messages (comm.c) ---- */
 enum cb_msg_type {

@@ -34,11 +34,13 @@
  * raises is the caller's (raised_here).
  *
  * While a call waits, the program's signals are held, so that a handler
- * that leaves by siglongjmp finds the call ended.  A call that waits
- * (interruptible()) takes a signal that comes (cb_waiter_wait_held: the
- * reply's wake is cb_rsig, ignored off the master), interrupts the call
- * as above, and when it has ended queues the signal again (its siginfo
- * kept) and lets it in; one made whole lets it in when it has ended.  A call a handler with SA_RESTART interrupted is
+ * that leaves by siglongjmp finds the call ended: the wait takes a signal
+ * that comes (cb_waiter_wait_held: the reply's wake is cb_rsig, ignored
+ * off the master).  A call that waits (interruptible()) is interrupted as
+ * above; when it has ended the signal is queued again (its siginfo kept)
+ * and let in.  A call made whole is waited for GRACE_NS first, then the
+ * signal is let in while it goes on (a long one: a pclose, a watchdog's
+ * handler).  A call a handler with SA_RESTART interrupted is
  * then made again, as the kernel restarts its own.  Before, a jump out of
  * a read left the read running at the master, and the bytes it read went
  * nowhere. */
@@ -55,6 +57,7 @@
 #include "internal.h"
 
 #define PROXY_MAX 256
+#define GRACE_NS 50000000ull /* (cb_rsys) */
 enum { RSYS_CALL, RSYS_INTR }; /* M_RSYS a */
 
 long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
@@ -115,15 +118,35 @@ long cb_rsys(cb_rsys_t *r)
     /* the program's handlers wait for the call's end (one may leave by
      * siglongjmp), as the kernel's wait for a call it does not interrupt */
     sigset_t was, take;
-    bool held = cb_app_thread && cb.self != 0 && cb_app_signals_hold_taking(cb_rsig, &was, &take);
-    if (held && intr)
+    bool held = cb_app_thread && cb_thr && cb.self != 0 &&
+                cb_app_signals_hold_taking(cb_rsig, &was, &take);
+    if (held)
         w->wake_tid = (pid_t)syscall(SYS_gettid);
     siginfo_t si;
+    bool took = false; /* si, to queue again once the call has ended */
     uint64_t t0 = cb_now_ns();
     cb_call_post(0, &m, req, inlen, w);
-    int how = !intr ? (cb_waiter_wait(w), 1)
-              : held ? cb_waiter_wait_held(w, &take, &si)
-                     : cb_waiter_wait_intr(w, restart);
+    int how;
+    if (!held) {
+        how = intr ? cb_waiter_wait_intr(w, restart) : (cb_waiter_wait(w), 1);
+    } else {
+        how = cb_waiter_wait_held(w, &take, &si, intr);
+        took = how == -2;
+        /* a call made whole that a signal found waiting: its handler waits
+         * for the call's end a while (a file's is quick), then runs
+         * meanwhile, as it did before the signals were held (a watchdog's
+         * handler during a pclose, an fopen of a FIFO; one that leaves by
+         * siglongjmp then leaves this call's wait behind) */
+        if (took && !intr) {
+            how = 1;
+            if (!cb_waiter_wait_until(w, cb_now_ns() + GRACE_NS)) {
+                syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si.si_signo, &si);
+                took = held = false;
+                cb_app_signals_let(&was);
+                cb_waiter_wait(w);
+            }
+        }
+    }
     /* a cancellation: a call that ends soon is left to end (a cleanup
      * handler's, once the cancellation is acted on) */
     if (how == -1 && cb_waiter_wait_until(w, cb_now_ns() + 200000000ull))
@@ -141,7 +164,7 @@ long cb_rsys(cb_rsys_t *r)
     /* a signal taken from the wait, its handler with SA_RESTART: the call
      * interrupted before it did anything is made again once it ran */
     struct sigaction sa;
-    bool again = how == -2 && restart && res == -1 && err == EINTR && w->value3 == 0 &&
+    bool again = took && intr && restart && res == -1 && err == EINTR && w->value3 == 0 &&
                  cb_sigaction(si.si_signo, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART);
     /* the answer: the length of each buffer's bytes, then the bytes */
     const uint8_t *p = w->data;
@@ -166,7 +189,7 @@ long cb_rsys(cb_rsys_t *r)
     uint64_t raised = (uint64_t)w->value4;
     free(w->data);
     cb_waiter_free(w);
-    if (how == -2) /* pending again, for its handler (which may jump out: nothing is left to do) */
+    if (took) /* pending again, for its handler (which may jump out: nothing is left to do) */
         syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si.si_signo, &si);
     if (held)
         cb_app_signals_let(&was);

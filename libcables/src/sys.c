@@ -173,7 +173,7 @@ int cb_waiter_wait_intr(cb_waiter_t *w, bool restart)
     return r == -2 ? 0 : r;
 }
 
-int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si)
+int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si, bool cancellable)
 {
     static const struct timespec none, tick = { 0, 250000000 }; /* (a lost wake: not for ever) */
     sigset_t wakes;
@@ -188,7 +188,7 @@ int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si)
     while (!r) {
         if (atomic_load_explicit(&w->done, memory_order_acquire) == 1)
             r = 1;
-        else if (atomic_load(&t->cancel) && !t->cancel_off)
+        else if (cancellable && atomic_load(&t->cancel) && !t->cancel_off)
             r = -1;
         else {
             long s = syscall(SYS_rt_sigtimedwait, take, si, &tick, _NSIG / 8);

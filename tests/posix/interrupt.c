@@ -20,7 +20,10 @@
  *   - a storm: STORM bytes written one at a time, each after a SIGUSR2
  *     (SA_RESTART) sent to the thread reading them: each read is made
  *     again after each interruption, and every byte is read once, in
- *     order.
+ *     order;
+ *   - a pclose of a command that runs 1 s (made whole at the master, not
+ *     interrupted): a handler sent 0.2 s in runs while it waits, as
+ *     natively (a watchdog's handler must not wait for the call's end).
  * Before, on libcables, none of the three reads ended until data came, and
  * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
  * (check.h). */
@@ -43,7 +46,14 @@ static __thread volatile sig_atomic_t handled;
 static struct gate g = GATE_INITIALIZER;
 static int cleaned, stream_cleaned;
 
-static void on_sig(int sig) { (void)sig; handled++; }
+static __thread double handled_at;
+
+static void on_sig(int sig)
+{
+    (void)sig;
+    handled++;
+    handled_at = check_now_ms(CLOCK_MONOTONIC);
+}
 
 static void *no_restart(void *arg)
 {
@@ -184,6 +194,21 @@ static void *storm_reader(void *arg)
     return NULL;
 }
 
+static void *watched_pclose(void *arg)
+{
+    (void)arg;
+    FILE *p = popen("sleep 1", "r");
+    CHECK("popen", p != NULL);
+    double start = check_now_ms(CLOCK_MONOTONIC);
+    gate_set(&g, 12);
+    CHECK_EQ("pclose", p ? pclose(p) : -1, 0);
+    double end = check_now_ms(CLOCK_MONOTONIC);
+    CHECK_EQ("pclose_handled", handled, 1);
+    /* (ran well before the call ended: not after it) */
+    CHECK("pclose_handled_meanwhile", handled && handled_at < end - 300 && handled_at >= start);
+    return NULL;
+}
+
 static int joined(pthread_t t, void **ret)
 {
     struct timespec ts = check_deadline(CLOCK_REALTIME, WAIT_MS);
@@ -313,5 +338,11 @@ int main(void)
     }
     CHECK_EQ("storm_sent", sent, STORM);
     CHECK_EQ("join_storm", joined(t, NULL), 0);
+
+    CHECK_EQ("create_pclose", pthread_create(&t, NULL, watched_pclose, NULL), 0);
+    CHECK("pclose_started", gate_wait(&g, 12));
+    usleep(200000); /* in its pclose */
+    CHECK_EQ("kill_pclose", pthread_kill(t, SIGUSR1), 0);
+    CHECK_EQ("join_pclose", joined(t, NULL), 0);
     return check_finish();
 }
