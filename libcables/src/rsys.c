@@ -38,11 +38,11 @@
  * that comes (cb_waiter_wait_held: the reply's wake is cb_rsig, ignored
  * off the master).  A call that waits (interruptible()) is interrupted as
  * above; when it has ended the signal is queued again (its siginfo kept)
- * and let in.  A call made whole is waited for GRACE_NS first, then the
- * signal is let in while it goes on (a long one: a pclose, a watchdog's
- * handler).  A call a handler with SA_RESTART interrupted is
- * then made again, as the kernel restarts its own.  Before, a jump out of
- * a read left the read running at the master, and the bytes it read went
+ * and let in, and a call a handler with SA_RESTART interrupted is then
+ * made again, as the kernel restarts its own.  A call made whole is
+ * waited for GRACE_NS first, then the signal is let in while it goes on
+ * (a long one: a pclose, a watchdog's handler).  Before, a jump out of a
+ * read left the read running at the master, and the bytes it read went
  * nowhere. */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,6 +95,13 @@ static bool interruptible(const cb_rsys_t *r, bool *restart)
     return false;
 }
 
+/* a signal a held wait took: pending again, for its handler (its siginfo
+ * kept) */
+static void pend_again(const siginfo_t *si)
+{
+    syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si->si_signo, si);
+}
+
 long cb_rsys(cb_rsys_t *r)
 {
     int saved = errno; /* a call that succeeds leaves it (the wait may not) */
@@ -140,7 +147,7 @@ long cb_rsys(cb_rsys_t *r)
         if (took && !intr) {
             how = 1;
             if (!cb_waiter_wait_until(w, cb_now_ns() + GRACE_NS)) {
-                syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si.si_signo, &si);
+                pend_again(&si);
                 took = held = false;
                 cb_app_signals_let(&was);
                 cb_waiter_wait(w);
@@ -189,8 +196,8 @@ long cb_rsys(cb_rsys_t *r)
     uint64_t raised = (uint64_t)w->value4;
     free(w->data);
     cb_waiter_free(w);
-    if (took) /* pending again, for its handler (which may jump out: nothing is left to do) */
-        syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si.si_signo, &si);
+    if (took) /* its handler may jump out: nothing is left to do */
+        pend_again(&si);
     if (held)
         cb_app_signals_let(&was);
     if (again) {
