@@ -7,7 +7,10 @@
  *          (CABLES_POLICY_FIXED), a thread on node 1 reads one word of each
  *          page, timing each first read.  Median per fault.  Cold: the
  *          pages are new to node 1; refetch: node 0 rewrites them and node
- *          1 reads them again after the invalidation.
+ *          1 reads them again after the invalidation.  Every timed read
+ *          must fault: run it with what brings pages ahead turned off
+ *          (CABLES_PAGE_GROUP=1 CABLES_FETCH_RUNS=1 CABLES_REFRESH=0, as
+ *          bench/run.sh does), else it is an error.
  * lock     local lock acquire+release (the token stays on node 0), median
  *          over batches of 100; remote acquire: a thread on node 0 and one
  *          on node 1 take one lock in alternation (a barrier between
@@ -84,7 +87,7 @@ static void bench_fault(void)
 {
     size_t ps = cables_page_size(), wpp = ps / sizeof(uint64_t);
     double med[FAULT_ROUNDS], warm[FAULT_ROUNDS], all_p10 = 0, all_p90 = 0;
-    uint64_t faults = 0, fetched = 0, fetch_ns = 0, bad = 0, warm_fetched = 0;
+    uint64_t faults = 0, fetched = 0, fetch_ns = 0, bad = 0, warm_fetched = 0, warm_faults = 0;
     struct fault_arg *f = cables_alloc(sizeof *f);
     for (int r = 0; r < FAULT_ROUNDS; r++) {
         volatile uint64_t *pg = cables_alloc_placed(FAULT_PAGES * ps, CABLES_POLICY_FIXED, 0);
@@ -136,11 +139,21 @@ static void bench_fault(void)
         cables_thread_join(t, NULL);
         warm[r] = f->median_us;
         warm_fetched += f->pages_fetched;
+        warm_faults += f->read_faults;
         bad += f->bad;
         cables_free((void *)pg);
     }
     if (bad) {
         printf("ERROR fault: node 1 read %llu wrong values\n", (unsigned long long)bad);
+        errors++;
+    }
+    if (faults < (uint64_t)FAULT_ROUNDS * FAULT_PAGES ||
+        warm_faults < (uint64_t)FAULT_ROUNDS * FAULT_PAGES) {
+        printf("ERROR fault: %llu cold and %llu warm reads of %d each faulted: pages came "
+               "ahead of the reads, and the medians are not of faults (run with "
+               "CABLES_PAGE_GROUP=1 CABLES_FETCH_RUNS=1 CABLES_REFRESH=0)\n",
+               (unsigned long long)faults, (unsigned long long)warm_faults,
+               FAULT_ROUNDS * FAULT_PAGES);
         errors++;
     }
     if (fetched < (uint64_t)FAULT_ROUNDS * FAULT_PAGES) {

@@ -130,9 +130,11 @@ for tr in $TRANSPORTS; do
     native_problems=()
     UCX_TLS=$tls run "$P" mpirun "${mpi_args[@]}" -x UCX_TLS "$PP"
     echo "bench: $tr: cables_bench -n 2 ..." >&2
-    # one page per fault: the table is the cost of one fault, not of the
-    # page groups that spare most of them (make bench-splash shows those)
-    CABLES_PAGE_GROUP=1 run "$B2" "$RUN" -n 2 -t "$tr" -- "$BENCH" fault lock barrier
+    # one page per fault, none brought ahead (no page groups, no strided
+    # prefetch, no copies refreshed at an acquire): the table is the cost
+    # of one fault, not of what spares most of them (make bench-splash
+    # shows those)
+    CABLES_PAGE_GROUP=1 CABLES_FETCH_RUNS=1 CABLES_REFRESH=0 run "$B2" "$RUN" -n 2 -t "$tr" -- "$BENCH" fault lock barrier
     echo "bench: $tr: cables_bench -n 4 ..." >&2
     run "$B4" "$RUN" -n 4 -t "$tr" -- "$BENCH" barrier
     T4L=$LOGS/table4.$tr.log

@@ -249,6 +249,10 @@ static void deliver_reply(const cb_msg_t *m, const void *p, size_t len)
     cb_waiter_t *w = (cb_waiter_t *)(uintptr_t)m->waiter;
     if (m->type == M_DIFF_ACK) {
         atomic_fetch_sub(&cb.diffs_out, m->a);
+        if (w->closing) {
+            cb_closing_acked(w, (uint32_t)m->a);
+            return;
+        }
         if (atomic_fetch_sub(&w->pending, (uint32_t)m->a) == (uint32_t)m->a)
             cb_futex_wake(&w->pending);
         return;

@@ -275,6 +275,11 @@ void cb_config_load(cb_config_t *c)
     if ((v = env("CABLES_QUIET")) && either(v, "on", "off", &c->quiet))
         cb_die("CABLES_QUIET='%s' must be on (a home page noticed and not served since gets "
                "no notices for its writes) or off (every write noticed)", v);
+    c->lazy_acks = true;
+    if ((v = env("CABLES_DIFF_ACKS")) && either(v, "lazy", "wait", &c->lazy_acks))
+        cb_die("CABLES_DIFF_ACKS='%s' must be lazy (a lock's release goes on while the homes "
+               "apply its diffs; another node's take of the lock waits for them) or wait (every "
+               "release waits for its diffs to be applied)", v);
     c->log_gc = 1 << 18;
     if ((v = env("CABLES_LOG_GC")) && whole(v, 0, 1 << 30, &c->log_gc))
         cb_die("CABLES_LOG_GC='%s' must be a whole number of write notices from 0 (the logs "

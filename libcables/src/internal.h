@@ -115,6 +115,7 @@ typedef struct cb_waiter {
     uint64_t who;        /* lock.c: the thread taking the lock */
     bool try_only;       /* lock.c: a trylock, answered granted or busy */
     pid_t wake_tid;      /* its waiter takes its wakes as signal cb_rsig (cb_waiter_wait_held) */
+    bool closing;        /* hlrc.c: the acks of an interval closing (cb_closing_acked) */
 } cb_waiter_t;
 cb_waiter_t *cb_waiter_new(void); /* zeroed, from this thread's private pool */
 void cb_waiter_free(cb_waiter_t *w);
@@ -310,6 +311,12 @@ uint8_t *cb_twin(uint64_t p);          /* page p's twin, its memory mapped (gas.
 void cb_twin_drop(uint64_t p);         /* p (owned) needs its twin no more */
 void cb_release(void);                 /* flush this node's writes to homes */
 void cb_release_snapshot(void);        /* the same, while the program's threads write on */
+/* cb_release that does not wait for its diffs (a lock's: lock.c); its
+ * writes are this node's after the interval it returns is closed */
+uint64_t cb_release_lazy(void);
+bool cb_closed(uint64_t ticket);      /* every interval up to it closed (noticed) */
+void cb_closing_acked(cb_waiter_t *w, uint32_t n); /* comm thread: n of w's diffs applied */
+void cb_lock_closed(void);            /* lock.c: intervals closed, grants waiting may go */
 /* this node wrote since its last release, which began age_ns ago or more */
 bool cb_release_due(uint64_t age_ns);
 /* this node's threads wrote other pages than p since its last release

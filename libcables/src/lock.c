@@ -4,7 +4,9 @@
  * write notices the acquirer lacks.  A node keeps the token after a release
  * until someone else asks, so re-acquiring on the same node is local.
  * Local threads queue in FIFO order; a remote request that arrived is
- * served before later local ones (fair between nodes). */
+ * served before later local ones (fair between nodes).  A release here
+ * does not wait for the homes to apply its diffs (cb_release_lazy): the
+ * token does, if another node asks for it before they are (need). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +25,16 @@ typedef struct {
     uint32_t depth;  /* recursive holds */
     int kind;        /* as this node knows it, -1 unknown */
     int tail;        /* manager: the node its queue ends at (-1: never asked for) */
+    uint64_t need;   /* the token leaves once cb_closed(need): its releases here noticed */
+    bool grant_waits; /* granted to next_node, waiting for need (in waiting[]) */
     cb_waiter_t *qhead, *qtail; /* local waiters; data: the vc to acquire, if granted from afar */
     UT_hash_handle hh;
 } lk_t;
 
 static cb_mutex_t lk_mu = CB_MUTEX_INIT;
 static lk_t *locks; /* this node's view of each lock (and the manager's tails), under lk_mu */
+static lk_t **waiting; /* grant_waits (under lk_mu) */
+static size_t nwaiting, capwaiting;
 
 static lk_t *lk_get(uint64_t key)
 {
@@ -55,9 +61,21 @@ static void send_request(uint64_t key, bool try)
     cb_send(0, &m, v, sizeof v, false);
 }
 
-/* under lk_mu: the token leaves for the node queued after us */
-static void grant_next(lk_t *s)
+/* under lk_mu: the token leaves for the node queued after us, or waits
+ * for the intervals of its releases here to be noticed (cb_lock_closed
+ * sends it then); false if it waits */
+static bool grant_next(lk_t *s)
 {
+    if (!cb_closed(s->need)) {
+        if (!s->grant_waits) {
+            if (nwaiting == capwaiting &&
+                !(waiting = realloc(waiting, (capwaiting = capwaiting * 2 + 8) * sizeof *waiting)))
+                cb_die("out of memory for a lock");
+            waiting[nwaiting++] = s;
+            s->grant_waits = true;
+        }
+        return false;
+    }
     size_t len;
     void *n = cb_notices_encode(s->next_vc, &len, NULL);
     cb_msg_t g = { .type = M_LOCK_GRANT, .a = s->key };
@@ -66,6 +84,28 @@ static void grant_next(lk_t *s)
     s->next_node = -1;
     free(s->acq); /* what it held is in the notices that went along */
     s->acq = NULL;
+    return true;
+}
+
+void cb_lock_closed(void)
+{
+    size_t keep = 0;
+    cb_mutex_lock(&lk_mu);
+    for (size_t i = 0; i < nwaiting; i++) {
+        lk_t *s = waiting[i];
+        if (!cb_closed(s->need)) {
+            waiting[keep++] = s;
+            continue;
+        }
+        s->grant_waits = false;
+        if (s->token && !s->held && s->next_node >= 0 && grant_next(s) && s->qhead &&
+            !s->requested) { /* local takers queued behind it */
+            s->requested = true;
+            send_request(s->key, false);
+        }
+    }
+    nwaiting = keep;
+    cb_mutex_unlock(&lk_mu);
 }
 
 /* under lk_mu: the head waiter takes the lock */
@@ -190,13 +230,14 @@ int cb_lock_give(uint64_t key, uint64_t who, int kind)
         return 0;
     }
     cb_mutex_unlock(&lk_mu);
-    cb_release();
+    uint64_t t = cb_release_lazy();
     cb_mutex_lock(&lk_mu);
     bool ask = false;
     s->held = false;
+    if (t > s->need)
+        s->need = t;
     if (s->next_node >= 0) {
-        grant_next(s);
-        if (s->qhead && !s->requested)
+        if (grant_next(s) && s->qhead && !s->requested)
             ask = s->requested = true;
     } else if (s->qhead) {
         hand_to_head(s, NULL);

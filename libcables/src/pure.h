@@ -96,6 +96,7 @@ typedef struct {
     bool claim_local;     /* a first touch homes the page here at once, telling the directory
                              after (false: it asks first) */
     bool quiet;           /* a noticed home page not served since gets no notices (hlrc.c) */
+    bool lazy_acks;       /* a lock's release goes on while its diffs are applied (hlrc.c) */
     int store_ahead;      /* a thread allocates the store's pages ahead of sweeps (store.c):
                            * 0 never, 1 where a CPU is to spare, 2 always */
     int log_gc;           /* the notice logs are collected each time one grew by this
