@@ -548,11 +548,11 @@ static uint32_t snapshot_take(uint32_t **list, uint32_t n, uint32_t **pre)
  * unlocks a node, a fifth of its time).  An acquire waits for the queue to
  * empty: the copies it drops may be read again from their homes, which
  * must have this node's writes first.  Each interval has a ticket, in
- * queue order; cb_closed(t): every interval up to ticket t is logged.  At
- * most CLOSING_MAX wait in the queue: a thread that releases faster than
- * the homes answer waits there (its memory, and the log's growth between
- * collections, stay bounded). */
-enum { CLOSING_MAX = 16 };
+ * queue order; cb_closed(t): every interval up to ticket t is logged.  A
+ * release begins once the intervals before it are logged: one interval's
+ * diffs at most are on their way, so two diffs of a page never are (a home
+ * that defers one, its home not known yet, could apply the later first),
+ * and cb.diffs_out, which home moves wait on, comes back to 0. */
 typedef struct closing {
     struct closing *next;
     cb_waiter_t acks;          /* .closing; .pending: diffs not applied yet */
@@ -623,6 +623,8 @@ static uint64_t closing_last(void)
     cb_mutex_unlock(&cq_mu);
     return t;
 }
+
+void cb_closed_wait_all(void) { closed_wait(closing_last()); }
 
 /* libc's memory, not the shim's heap (in the GAS): the communication
  * thread writes its acks */
@@ -913,6 +915,7 @@ static uint64_t release(bool snapshot, bool lazy)
 {
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
+    closed_wait(closing_last()); /* (Intervals closing) */
     cb_mutex_lock(&freed_mu); /* those queued before this release began */
     freed_t *go = freed;
     size_t ngo = nfreed;
@@ -922,8 +925,6 @@ static uint64_t release(bool snapshot, bool lazy)
     uint64_t t = close_interval(snapshot);
     if (!lazy || ngo) /* (the frees go with its notices) */
         closed_wait(t);
-    else if (t > CLOSING_MAX)
-        closed_wait(t - CLOSING_MAX);
     send_freed(go, ngo);
     free(go);
     cb_mutex_unlock(&cb.release_mu);

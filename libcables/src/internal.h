@@ -315,6 +315,7 @@ void cb_release_snapshot(void);        /* the same, while the program's threads 
  * writes are this node's after the interval it returns is closed */
 uint64_t cb_release_lazy(void);
 bool cb_closed(uint64_t ticket);      /* every interval up to it closed (noticed) */
+void cb_closed_wait_all(void);        /* until every interval closing now is (not the comm thread) */
 void cb_closing_acked(cb_waiter_t *w, uint32_t n); /* comm thread: n of w's diffs applied */
 void cb_lock_closed(void);            /* lock.c: intervals closed, grants waiting may go */
 /* this node wrote since its last release, which began age_ns ago or more */

@@ -154,11 +154,14 @@ void cb_on_pull_reply(const cb_msg_t *m, const void *p, size_t len)
 }
 
 /* an answer holds every interval closed before it: one closing now (its
- * diffs applied at their homes, its notices not logged yet) first */
+ * diffs applied at their homes, its notices not logged yet) first, and an
+ * unlock's that returned before its diffs were applied (hlrc.c: Intervals
+ * closing) */
 static void answer_all(req_t *r)
 {
     cb_mutex_lock(&cb.release_mu);
     cb_mutex_unlock(&cb.release_mu);
+    cb_closed_wait_all();
     while (r) {
         req_t *next = r->next;
         answer(&r->m, r->vc);
