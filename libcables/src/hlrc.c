@@ -1,10 +1,11 @@
 /* hlrc.c: home-based lazy release consistency.  A release diffs every copy
  * written in the interval against its twin, sends the diffs to the homes,
- * and closes the interval with its write notices once they are applied
- * (a lock's release goes on meanwhile: "Intervals closing").  An acquire invalidates the copies named by the notices it has
- * not applied yet.  Knowledge of notices (the log, vc) and their
- * application (applied) are kept apart: the communication thread may learn
- * notices at any time, but only an acquiring thread invalidates. */
+ * and closes the interval with its write notices once they are applied (a
+ * lock's release goes on meanwhile: "Intervals closing").  An acquire
+ * invalidates the copies named by the notices it has not applied yet.
+ * Knowledge of notices (the log, vc) and their application (applied) are
+ * kept apart: the communication thread may learn notices at any time, but
+ * only an acquiring thread invalidates. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -545,7 +546,7 @@ static uint32_t snapshot_take(uint32_t **list, uint32_t n, uint32_t **pre)
  * is logged, except a lock's (cb_release_lazy): it goes on at once, and
  * the lock's token waits instead if another node asks for it before then
  * (lock.c, need; BARNES at 2 nodes waited about 40 us at 7500 of its 19000
- * unlocks a node, a fifth of its time).  An acquire waits for the queue to
+ * unlocks a node: 13% of its time went).  An acquire waits for the queue to
  * empty: the copies it drops may be read again from their homes, which
  * must have this node's writes first.  Each interval has a ticket, in
  * queue order; cb_closed(t): every interval up to ticket t is logged.  A

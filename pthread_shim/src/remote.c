@@ -889,12 +889,17 @@ static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
     return cb_rsys(&r);
 }
 
+/* an open of a FIFO waits for its other end: interruptible, as open's;
+ * interrupted, the master's answer is -1 (EINTR), then made again or not
+ * as the handler says (cb_rsys), and the program gets NULL */
 FILE *shim_rs_fopen(const char *path, const char *mode)
 {
     cb_rsys_t r = rq(RS_FOPEN, P(path), P(mode), 0, 0, 0, 0);
     with_path(&r, 0);
     with_path(&r, 1);
-    return (FILE *)(uintptr_t)cb_rsys(&r);
+    r.waits = true;
+    long f = cb_rsys(&r);
+    return f == -1 ? NULL : (FILE *)(uintptr_t)f;
 }
 
 FILE *fdopen(int fd, const char *mode)
@@ -1442,6 +1447,8 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     bool failed = r == -1 || ((opens || op == RS_FREOPEN) && r == 0) ||
                   ((op == RS_FWRITE || op == RS_FREAD) && r < a[2]) || (op == RS_SETVBUF && r);
     *err = failed ? errno : 0;
+    if (op == RS_FOPEN && r == 0 && *err == EINTR) /* interrupted: as a call that waits */
+        r = -1;
     if (failed && !*err && (opens || op == RS_FREOPEN))
         *err = EINVAL;
     return r;

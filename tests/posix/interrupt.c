@@ -23,7 +23,11 @@
  *     order;
  *   - a pclose of a command that runs 1 s (made whole at the master, not
  *     interrupted): a handler sent 0.2 s in runs while it waits, as
- *     natively (a watchdog's handler must not wait for the call's end).
+ *     natively (a watchdog's handler must not wait for the call's end);
+ *   - an fopen of a FIFO, as its open above: NULL and EINTR after a handler
+ *     without SA_RESTART, a stream once main opens the writing end after
+ *     one with SA_RESTART (before, it was made whole at the master: it
+ *     waited for a writer through both handlers).
  * Before, on libcables, none of the three reads ended until data came, and
  * the cancelled thread's join waited for ever.  RESULT ok=1 checks=N
  * (check.h). */
@@ -175,6 +179,35 @@ static void *fifo_restart(void *arg)
     return NULL;
 }
 
+/* the FIFO phases of open() again, through fopen (gates 13 and 14) */
+static void *fopen_eintr(void *arg)
+{
+    (void)arg;
+    gate_set(&g, 13);
+    errno = 0;
+    FILE *f = fopen(fifo, "r");
+    CHECK("fopen_eintr", f == NULL);
+    CHECK_ERR("fopen_errno", errno, EINTR);
+    CHECK_EQ("fopen_handled", handled, 1);
+    if (f)
+        fclose(f);
+    return NULL;
+}
+
+static void *fopen_restart(void *arg)
+{
+    (void)arg;
+    gate_set(&g, 14);
+    FILE *f = fopen(fifo, "r");
+    CHECK("fopen_restart_open", f != NULL);
+    CHECK_EQ("fopen_restart_handled", handled, 1);
+    if (f) {
+        CHECK_EQ("fopen_read", fgetc(f), 'f');
+        fclose(f);
+    }
+    return NULL;
+}
+
 enum { STORM = 1000 };
 static int storm_fds[2];
 
@@ -213,6 +246,30 @@ static int joined(pthread_t t, void **ret)
 {
     struct timespec ts = check_deadline(CLOCK_REALTIME, WAIT_MS);
     return pthread_timedjoin_np(t, ret, &ts);
+}
+
+/* main's side of one FIFO phase: the reader thread, started by create
+ * (its gate at stage), gets signal sig while it waits in its open; with
+ * a writer (SA_RESTART), main then opens the writing end and writes 'f' */
+static void fifo_phase(void *(*body)(void *), int stage, int sig, int writer)
+{
+    pthread_t t;
+    CHECK_EQ("create_fifo_phase", pthread_create(&t, NULL, body, NULL), 0);
+    CHECK("fifo_phase_started", gate_wait(&g, stage));
+    usleep(200000); /* in its open */
+    CHECK_EQ("kill_fifo_phase", pthread_kill(t, sig), 0);
+    int w = -1;
+    if (writer) {
+        usleep(200000); /* its handler ran, its open goes on */
+        for (long long end = check_now_ms(CLOCK_MONOTONIC) + WAIT_MS; /* (no reader yet: ENXIO) */
+             (w = open(fifo, O_WRONLY | O_NONBLOCK)) < 0 && check_now_ms(CLOCK_MONOTONIC) < end;)
+            usleep(10000);
+        CHECK_GE("fifo_phase_writer", w, 0);
+        CHECK_EQ("fifo_phase_write", write(w, "f", 1), 1);
+    }
+    CHECK_EQ("join_fifo_phase", joined(t, NULL), 0);
+    if (w >= 0)
+        close(w);
 }
 
 int main(void)
@@ -344,5 +401,10 @@ int main(void)
     usleep(200000); /* in its pclose */
     CHECK_EQ("kill_pclose", pthread_kill(t, SIGUSR1), 0);
     CHECK_EQ("join_pclose", joined(t, NULL), 0);
+
+    CHECK_EQ("mkfifo_fopen", mkfifo(fifo, 0600), 0);
+    fifo_phase(fopen_eintr, 13, SIGUSR1, 0);
+    fifo_phase(fopen_restart, 14, SIGUSR2, 1);
+    unlink(fifo);
     return check_finish();
 }
