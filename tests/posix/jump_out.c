@@ -8,7 +8,7 @@
  * runtime did inside them (a pull, a fault's fetch).  Then SLEEPS sleeps
  * of main, each with the timer armed 0.1-0.5 ms ahead and the handler
  * returning, must each end by the signal (EINTR), as natively: never
- * sleep on past it.  Then main must still see the count move (polling),
+ * sleep on past it (two may, as natively on a loaded machine).  Then main must still see the count move (polling),
  * take a mutex the worker takes, and hand the worker a block it
  * allocated, which the worker must read as main wrote it.  Last, a
  * reader thread (on another node: its reads of main's pipe are made at the
@@ -222,7 +222,12 @@ int main(void)
         while (caught == before) /* (a signal that came before the sleep: it slept on) */
             usleep(100);
     }
-    CHECK_EQ("slept_on", slept_on, 0);
+    /* Natively too, on a loaded machine, the timer can fire in the instants
+     * between that check and the call (the thread preempted there): beside
+     * a busy loop, 1 of 300 slept on in 1 of 51 native runs and in 3 of 51
+     * at 2 nodes.  The faults this catches slept on 5-20 of 300 (5111c01,
+     * a4c569c). */
+    CHECK_LE("slept_on", slept_on, 2);
 
     CHECK("moves_after", count_moves());
     long least = count; /* each page was written after that, or last */
