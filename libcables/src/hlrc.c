@@ -539,56 +539,52 @@ static uint32_t snapshot_take(uint32_t **list, uint32_t n, uint32_t **pre)
  * then on they can leave this node) only once the homes have applied its
  * diffs: a node that applies a notice may read the page from its home at
  * once, by a remote read that no message orders after the diff.  A
- * release queues its interval with the count of its diffs not applied yet
- * (acks.pending), and the queue is logged oldest first: by the thread that
- * queues one whose diffs are all applied, or by the communication thread at
- * the ack that completes the oldest.  A release waits until its interval
- * is logged, except a lock's (cb_release_lazy): it goes on at once, and
- * the lock's token waits instead if another node asks for it before then
- * (lock.c, need; BARNES at 2 nodes waited about 40 us at 7500 of its 19000
- * unlocks a node: 13% of its time went).  An acquire waits for the queue to
- * empty: the copies it drops may be read again from their homes, which
- * must have this node's writes first.  Each interval has a ticket, in
- * queue order; cb_closed(t): every interval up to ticket t is logged.  A
- * release begins once the intervals before it are logged: one interval's
- * diffs at most are on their way, so two diffs of a page never are (a home
- * that defers one, its home not known yet, could apply the later first),
- * and cb.diffs_out, which home moves wait on, comes back to 0. */
+ * release leaves its interval closing with the count of its diffs not
+ * applied yet (acks.pending), and it is logged by that thread if they all
+ * are, else by the communication thread at the last ack.  A release waits
+ * until its interval is logged, except a lock's (cb_release_lazy): it goes
+ * on at once, and the lock's token waits instead if another node asks for
+ * it before then (lock.c, need; BARNES at 2 nodes waited about 40 us at
+ * 7500 of its 19000 unlocks a node: 13% of its time went).  An acquire
+ * waits for it too: the copies it drops may be read again from their
+ * homes, which must have this node's writes first.  Each interval has a
+ * ticket, in order; cb_closed(t): every interval up to ticket t is logged.
+ * A release begins once the intervals before it are logged (release_mu
+ * held): one interval at most is closing, so two diffs of a page are never
+ * on their way (a home that defers one, its home not known yet, could apply
+ * the later first), and cb.diffs_out, which home moves wait on, comes back
+ * to 0. */
 typedef struct closing {
-    struct closing *next;
     cb_waiter_t acks;          /* .closing; .pending: diffs not applied yet */
     uint32_t nw, nmk, *pages;  /* its notices, as log_append takes them */
     uint64_t ticket;
 } closing_t;
 static cb_mutex_t cq_mu = CB_MUTEX_INIT;
-static closing_t *cq_head, *cq_tail; /* under cq_mu */
+static closing_t *cq_open;           /* the interval closing (cq_mu) */
 static uint64_t cq_issued;           /* tickets handed out (cq_mu) */
 static _Atomic uint64_t cq_logged;   /* intervals logged up to this ticket */
 static _Atomic uint32_t cq_seq;      /* futex word, bumped at each logging */
 
 bool cb_closed(uint64_t ticket) { return atomic_load(&cq_logged) >= ticket; }
 
-/* cq_mu held: the oldest intervals whose diffs are all applied are logged;
- * true if any was */
+/* cq_mu held: the interval closing is logged if its diffs are all
+ * applied; true if it was */
 static bool closing_log(void)
 {
-    bool any = false;
-    closing_t *e;
-    while ((e = cq_head) && atomic_load(&e->acks.pending) == 0) {
-        if (!(cq_head = e->next))
-            cq_tail = NULL;
-        cb_mutex_lock(&log_mu);
-        log_append(cb.self, e->nw, e->nmk, e->pages);
-        applied[cb.self] = vc[cb.self];
-        cb_mutex_unlock(&log_mu);
-        atomic_store(&cq_logged, e->ticket);
-        free(e);
-        any = true;
-    }
-    return any;
+    closing_t *e = cq_open;
+    if (!e || atomic_load(&e->acks.pending) != 0)
+        return false;
+    cq_open = NULL;
+    cb_mutex_lock(&log_mu);
+    log_append(cb.self, e->nw, e->nmk, e->pages);
+    applied[cb.self] = vc[cb.self];
+    cb_mutex_unlock(&log_mu);
+    atomic_store(&cq_logged, e->ticket);
+    free(e);
+    return true;
 }
 
-/* after closing_log logged some (cq_mu released): their waiters go on */
+/* after closing_log logged one (cq_mu released): its waiters go on */
 static void closing_logged(void)
 {
     atomic_fetch_add(&cq_seq, 1);
@@ -616,7 +612,7 @@ static void closed_wait(uint64_t t)
     }
 }
 
-/* the tickets handed out so far: closed_wait(closing_last()) waits for all */
+/* the last ticket handed out */
 static uint64_t closing_last(void)
 {
     cb_mutex_lock(&cq_mu);
@@ -641,13 +637,14 @@ static closing_t *closing_new(void)
     return e;
 }
 
-/* e (its diffs sent) queued; its ticket */
-static uint64_t closing_queue(closing_t *e)
+/* e (its diffs sent) is the interval closing; its ticket */
+static uint64_t closing_begin(closing_t *e)
 {
     cb_mutex_lock(&cq_mu);
+    if (cq_open)
+        cb_die("node %d: two intervals closing at once (protocol error)", cb.self);
     uint64_t t = e->ticket = ++cq_issued;
-    if (cq_tail) cq_tail->next = e; else cq_head = e;
-    cq_tail = e;
+    cq_open = e;
     bool logged = closing_log(); /* (e may be gone) */
     cb_mutex_unlock(&cq_mu);
     if (logged)
@@ -830,7 +827,7 @@ static uint64_t close_interval(bool snapshot)
     e->nmk = nmk;
     e->pages = pages;
     STAT_ADD(write_notices_made, nw + nmk);
-    return closing_queue(e);
+    return closing_begin(e);
 }
 
 /* Frees of shared blocks that another node hands out again (heap.c's
@@ -916,7 +913,7 @@ static uint64_t release(bool snapshot, bool lazy)
 {
     cb_syncing++;
     cb_mutex_lock(&cb.release_mu);
-    closed_wait(closing_last()); /* (Intervals closing) */
+    cb_closed_wait_all(); /* (Intervals closing) */
     cb_mutex_lock(&freed_mu); /* those queued before this release began */
     freed_t *go = freed;
     size_t ngo = nfreed;
@@ -1151,7 +1148,7 @@ static void acquire(const uint32_t *target, bool pull)
     cb_mutex_lock(&cb.release_mu);
     /* the copies it drops may be read again from their homes at once:
      * this node's writes get there first (Intervals closing) */
-    closed_wait(closing_last());
+    cb_closed_wait_all();
     size_t np = 0, cap = 0, nmk = 0, capmk = 0;
     uint32_t *pages = NULL;
     mark_t *mk = NULL;
