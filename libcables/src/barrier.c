@@ -1,8 +1,10 @@
 /* barrier.c: a combining-tree barrier over the launched nodes (node i's
- * parent is (i-1)/2); nodes attached later are children of the master.  Arrivals are counted up the tree, each report carrying the
- * write notices its subtree made since the last barrier; the release comes
- * down the tree with all of them.  Entry is a release, exit an acquire.
- * State lives in the communication thread. */
+ * parent is (i-1)/2); nodes attached later are children of the master.
+ * Arrivals are counted up the tree, each report carrying the write notices
+ * its subtree made since the last barrier; the release comes down the tree
+ * with all of them, and releases the arrivals that met the round, no later
+ * one.  Entry is a release, exit an acquire.  State lives in the
+ * communication thread. */
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -11,11 +13,15 @@
 
 typedef struct bar_waiter { struct bar_waiter *next; cb_waiter_t *w; } bar_waiter_t;
 
+/* arrivals this node reported up, in order: n of them from src (this node's
+ * threads, or a child's subtree) */
+typedef struct bar_entry { struct bar_entry *next; int src; uint32_t n; } bar_entry_t;
+
 typedef struct {
     uint64_t key;
-    uint32_t count, arrived; /* arrived: counted here, not yet reported up */
-    uint64_t kids;           /* children that reported this round (bit k: node k) */
-    bar_waiter_t *waiters;
+    uint32_t count, arrived; /* arrived: at the root, reported and not released */
+    bar_entry_t *head, *tail; /* arrivals not released yet, oldest first */
+    bar_waiter_t *waiters, **wtail; /* this node's threads waiting, oldest first */
     UT_hash_handle hh;
 } bar_t;
 
@@ -28,7 +34,10 @@ static bar_t *bar_get(uint64_t key)
     HASH_FIND(hh, bars, &key, sizeof key, s);
     if (!s) {
         s = calloc(1, sizeof *s);
+        if (!s)
+            cb_die("node %d: out of memory for a barrier", cb.self);
         s->key = key;
+        s->wtail = &s->waiters;
         HASH_ADD(hh, bars, key, sizeof key, s);
     }
     return s;
@@ -117,45 +126,67 @@ int cb_barrier_wait(cables_barrier_t *b)
     return serial;
 }
 
-/* The round's serial thread (PTHREAD_BARRIER_SERIAL_THREAD): the root's
- * first waiter, or, if the root has none, one found down the tree through
- * the children that reported arrivals. */
-static void release_to(bar_t *s, int c, const void *notices, size_t len, bool *serial)
+/* A round releases the arrivals that met it, oldest first, and no others:
+ * a thread that arrives for the next round while the release is on its way
+ * (more threads than the count use the barrier) waits for that round.  So
+ * each node releases the first n of the arrivals it reported up: its own
+ * threads' (woken, oldest first) and its children's (each told how many of
+ * its own to release).  The round's serial thread
+ * (PTHREAD_BARRIER_SERIAL_THREAD) is the first arrival released at the
+ * root, found down the tree.  Every child gets each release, with 0 to
+ * release if none of its arrivals are in it: it learns the release's vc
+ * (base). */
+static void release(bar_t *s, uint32_t n, const uint32_t *v, const void *notices, size_t len,
+                    bool serial)
 {
-    bool mine = *serial && s->kids >> c & 1;
-    if (mine)
-        *serial = false;
-    cb_msg_t r = { .type = M_BAR_RELEASE, .a = s->key, .c = mine };
-    cb_send(c, &r, notices, len, false);
-}
-
-static void release_down(bar_t *s, const void *notices, size_t len, bool serial)
-{
+    uint32_t to[CB_MAX_NODES] = { 0 };
+    int first = n && s->head ? s->head->src : -1; /* the source of the first arrival released */
+    memcpy(base, v, sizeof base);
+    while (n) {
+        bar_entry_t *e = s->head;
+        if (!e)
+            cb_die("node %d: a barrier released more arrivals than reported (protocol error)",
+                   cb.self);
+        uint32_t k = e->n < n ? e->n : n;
+        if (e->src != cb.self) {
+            to[e->src] += k;
+        } else {
+            for (uint32_t i = 0; i < k; i++) {
+                bar_waiter_t *x = s->waiters;
+                if (!x)
+                    cb_die("node %d: a barrier released a thread not waiting (protocol error)",
+                           cb.self);
+                if (!(s->waiters = x->next))
+                    s->wtail = &s->waiters;
+                x->w->value = serial && first == cb.self;
+                first = first == cb.self ? -1 : first; /* (one serial thread) */
+                if (!(x->w->data = malloc(sizeof(cb_vc_t))))
+                    cb_die("node %d: out of memory for a barrier", cb.self);
+                memcpy(x->w->data, v, sizeof(cb_vc_t));
+                cb_waiter_wake(x->w);
+                free(x);
+            }
+        }
+        n -= k;
+        if ((e->n -= k) == 0) {
+            if (!(s->head = e->next))
+                s->tail = NULL;
+            free(e);
+        }
+    }
+    int kids[CB_MAX_NODES], nk = 0;
     if (cb.self < cb.launched)
         for (int c = 2 * cb.self + 1; c <= 2 * cb.self + 2 && c < cb.launched; c++)
-            release_to(s, c, notices, len, &serial);
+            kids[nk++] = c;
     if (cb.self == 0)
         for (int c = cb.launched; c < atomic_load(&cb.nnodes); c++)
             if (cb_node_up(c))
-                release_to(s, c, notices, len, &serial);
-    s->kids = 0;
-}
-
-/* returns whether a local thread took the serial role */
-static bool wake_all(bar_t *s, const uint32_t *v, bool serial)
-{
-    memcpy(base, v, sizeof base);
-    bool took = serial && s->waiters;
-    for (bar_waiter_t *x = s->waiters, *nx; x; x = nx) {
-        nx = x->next;
-        x->w->value = serial && x == s->waiters;
-        x->w->data = malloc(sizeof(cb_vc_t));
-        memcpy(x->w->data, v, sizeof(cb_vc_t));
-        cb_waiter_wake(x->w);
-        free(x);
+                kids[nk++] = c;
+    for (int i = 0; i < nk; i++) {
+        int c = kids[i];
+        cb_msg_t r = { .type = M_BAR_RELEASE, .a = s->key, .c = serial && first == c, .d = to[c] };
+        cb_send(c, &r, notices, len, false);
     }
-    s->waiters = NULL;
-    return took;
 }
 
 /* M_BAR_ARRIVE a=key b=count c=arrivals; from self: waiter; from a child:
@@ -163,41 +194,47 @@ static bool wake_all(bar_t *s, const uint32_t *v, bool serial)
 void cb_on_bar_arrive(const cb_msg_t *m, const void *p, size_t len)
 {
     bar_t *s = bar_get(m->a);
+    if (s->tail && s->tail->src == m->src) {
+        s->tail->n += (uint32_t)m->c;
+    } else {
+        bar_entry_t *e = malloc(sizeof *e);
+        if (!e)
+            cb_die("node %d: out of memory for a barrier", cb.self);
+        *e = (bar_entry_t){ .src = m->src, .n = (uint32_t)m->c };
+        if (s->tail) s->tail->next = e; else s->head = e;
+        s->tail = e;
+    }
     if (m->src == cb.self && m->waiter) {
         bar_waiter_t *x = malloc(sizeof *x);
-        x->w = (cb_waiter_t *)(uintptr_t)m->waiter;
-        x->next = s->waiters;
-        s->waiters = x;
+        if (!x)
+            cb_die("node %d: out of memory for a barrier", cb.self);
+        *x = (bar_waiter_t){ .w = (cb_waiter_t *)(uintptr_t)m->waiter };
+        *s->wtail = x;
+        s->wtail = &x->next;
     }
-    if (m->src != cb.self)
-        s->kids |= 1ull << m->src;
     if (len)
         cb_notices_merge(p, len, NULL);
     s->count = (uint32_t)m->b;
-    s->arrived += (uint32_t)m->c;
     size_t nl;
     if (cb.self != 0) {
         void *n = cb_notices_encode(base, &nl, NULL);
-        cb_msg_t up = { .type = M_BAR_ARRIVE, .a = m->a, .b = m->b, .c = s->arrived };
-        s->arrived = 0;
+        cb_msg_t up = { .type = M_BAR_ARRIVE, .a = m->a, .b = m->b, .c = m->c };
         cb_send(cb.self < cb.launched ? (cb.self - 1) / 2 : 0, &up, n, nl, true);
         return;
     }
-    if (s->arrived < s->count)
+    if ((s->arrived += (uint32_t)m->c) < s->count)
         return;
     s->arrived -= s->count;
     cb_vc_t v; /* exactly what goes down: a local release may follow at once */
     void *n = cb_notices_encode(base, &nl, v);
-    bool serial = !wake_all(s, v, true);
-    release_down(s, n, nl, serial);
+    release(s, s->count, v, n, nl, true);
     free(n);
 }
 
+/* M_BAR_RELEASE a=key c=the serial thread is in it d=arrivals released */
 void cb_on_bar_release(const cb_msg_t *m, const void *p, size_t len)
 {
     cb_vc_t v;
     cb_notices_merge(p, len, v);
-    bar_t *s = bar_get(m->a);
-    bool serial = !wake_all(s, v, m->c) && m->c;
-    release_down(s, p, len, serial);
+    release(bar_get(m->a), (uint32_t)m->d, v, p, len, m->c);
 }

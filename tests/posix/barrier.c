@@ -14,12 +14,21 @@
  *  3. pthread_barrier_init with count 0 returns EINVAL.
  *  4. A barrier of count 1: each wait returns PTHREAD_BARRIER_SERIAL_THREAD
  *     at once, and it can be destroyed and made again.
- *  5. pthread_barrier_destroy returns 0. */
+ *  5. pthread_barrier_destroy returns 0.
+ *  6. More threads than the count: 3 threads wait at a barrier of count
+ *     2, EXTRA waits in all (each begins one while fewer have begun).  A thread that comes while a round is being
+ *     released waits for the next: no wait returns before its round is met
+ *     (the waits returned, counted under a mutex after each, never exceed
+ *     the even part of those begun, counted before each), and each round
+ *     has one serial thread. */
 #define _GNU_SOURCE
+#include <stdbool.h>
+
 #include "check.h"
 
 #define NTHR 4
 #define ROUNDS 200
+#define EXTRA 600
 
 static pthread_barrier_t bar;
 static int slot[NTHR]; /* written before, read after the barrier */
@@ -53,6 +62,29 @@ static void *body(void *arg)
         tally(pthread_barrier_wait(&bar), serial_second, r, a);
     }
     return NULL;
+}
+
+static pthread_barrier_t pair; /* count 2, used by 3 threads */
+static pthread_mutex_t pair_mu = PTHREAD_MUTEX_INITIALIZER;
+static int begun, returned, early, serials, pair_bad_rc; /* under pair_mu */
+
+static void *extra_body(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&pair_mu);
+        bool last = begun == EXTRA; /* (even: every wait begun is met) */
+        begun += !last;
+        pthread_mutex_unlock(&pair_mu);
+        if (last)
+            return NULL;
+        int rc = pthread_barrier_wait(&pair);
+        pthread_mutex_lock(&pair_mu);
+        early += ++returned > begun - begun % 2;
+        serials += rc == PTHREAD_BARRIER_SERIAL_THREAD;
+        pair_bad_rc += rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD;
+        pthread_mutex_unlock(&pair_mu);
+    }
 }
 
 int main(void)
@@ -126,5 +158,21 @@ int main(void)
         CHECK_EQ("one_wait_serial_again", pthread_barrier_wait(&one), PTHREAD_BARRIER_SERIAL_THREAD);
         CHECK_ERR("one_destroy", pthread_barrier_destroy(&one), 0);
     }
+
+    if (!CHECK_ERR("pair_init", pthread_barrier_init(&pair, NULL, 2), 0))
+        return check_finish();
+    pthread_t x[3];
+    for (int i = 0; i < 3; i++)
+        if (!CHECK_ERR("extra_create", pthread_create(&x[i], NULL, extra_body, NULL), 0))
+            return check_finish(); /* the others would wait forever */
+    for (int i = 0; i < 3; i++)
+        CHECK_ERR("extra_join", pthread_join(x[i], NULL), 0);
+    pthread_mutex_lock(&pair_mu);
+    CHECK_EQ("extra_returned", returned, EXTRA);
+    CHECK_EQ("extra_none_early", early, 0);
+    CHECK_EQ("extra_one_serial_a_round", serials, EXTRA / 2);
+    CHECK_EQ("extra_wait_rc", pair_bad_rc, 0);
+    pthread_mutex_unlock(&pair_mu);
+    CHECK_ERR("pair_destroy", pthread_barrier_destroy(&pair), 0);
     return check_finish();
 }
