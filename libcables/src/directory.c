@@ -173,6 +173,16 @@ static void moving_start(uint64_t p, int to)
     HASH_ADD(hh, moving, page, sizeof x->page, x);
 }
 
+/* master: a home move to node k under way (its page could land there after
+ * k handed its homes over) */
+bool cb_moving_to(int k)
+{
+    for (moving_t *x = moving; x; x = x->hh.next)
+        if (x->to == k)
+            return true;
+    return false;
+}
+
 /* Sweeps.  A first touch of page p, in the aligned CABLES_PAGE_GROUP
  * [first, first + g) of its allocation, homes more of the group when its
  * toucher (node) is sweeping: the whole group before it is the toucher's
@@ -525,8 +535,17 @@ void cb_on_move(const cb_msg_t *m)
         int16_t *d = dir_table();
         const cb_alloc_t *al = find_alloc(p);
         int from = d[p] - 1;
+        if (!cb_node_open(to)) { /* gone, or leaving: its pages would go with it */
+            cb_msg_t r = { .type = M_REPLY, .a = (uint64_t)-1 };
+            cb_reply(m, &r, NULL, 0, false);
+            return;
+        }
         if (from < 0 && al && al->policy != CABLES_POLICY_FIRST_TOUCH)
             from = place(al, p, to); /* not looked up yet, but its home is set */
+        if (from >= 0 && from != to && !cb_node_open(from)) {
+            cb_defer(m, NULL, 0); /* its node leaving: the page is the master's once it left */
+            return;
+        }
         if (!al || from < 0 || from == to) {
             if (al) /* untouched first-touch page: the directory alone decides */
                 d[p] = (int16_t)(to + 1);
@@ -593,6 +612,8 @@ void cb_on_move_page(const cb_msg_t *m, const void *data, size_t len)
     if (acc == PG_RW) {
         /* keep this node's own writes of the interval: new = home + diff */
         uint8_t *d = malloc(cb_diff_max(cb.ps));
+        if (!d)
+            cb_die("node %d: out of memory moving page %llu here", cb.self, (unsigned long long)p);
         size_t n = cb_diff_encode(cb_proto_page(p), cb_twin(p), cb.ps, d);
         memcpy(cb_proto_page(p), data, cb.ps);
         cb_diff_apply(cb_proto_page(p), cb.ps, d, n);
@@ -669,9 +690,8 @@ static void data_around(uint64_t p, uint64_t *lo, uint64_t *hi)
     *hi = h < 0 ? *lo + 1 : ((uint64_t)h + cb.ps - 1) / cb.ps;
 }
 
-int64_t cb_homes_hand_over(void)
+bool cb_homes_hand_over(int64_t *sent)
 {
-    int64_t sent = 0;
     uint64_t lo = 0, hi = 0; /* data in [lo, hi), none in [p, lo) */
     for (uint64_t p = 0; p < cb.npages; p++) {
         if (cb_home_cached(p) != cb.self)
@@ -680,18 +700,18 @@ int64_t cb_homes_hand_over(void)
             data_around(p, &lo, &hi);
         uint32_t s;
         if (!cb_page_try_own(p, &s))
-            return -1;
+            return false; /* (those sent are counted: no longer ours) */
         atomic_fetch_add(cb.moves, 1);
         /* no thread runs here any more: the application view stays as it is */
         cb_home_set(p, 0); /* what reaches us for it goes on there */
         if (p >= lo) { /* else never touched: zero, as the master's store is */
             cb_msg_t mp = { .type = M_MOVE_PAGE, .a = p, .c = (uint64_t)cb.self + 1 };
             cb_send(0, &mp, cb_proto_page(p), cb.ps, false);
-            sent++;
+            (*sent)++;
         }
         cb_page_unown(p, 0);
     }
-    return sent;
+    return true;
 }
 
 void cb_homes_forget(int k)

@@ -1608,12 +1608,15 @@ void cb_on_diff(const cb_msg_t *m, const void *d, size_t len)
         size_t rl = 8 + hdr[1];
         int h = cb_home_cached(p);
         size_t plen;
-        uint8_t *moving = m->src == cb.self && h != cb.self
-                              ? cb_deferred_payload(M_MOVE_PAGE, p, &plen) : NULL;
+        uint8_t *moving = h != cb.self ? cb_deferred_payload(M_MOVE_PAGE, p, &plen) : NULL;
         if (moving) {
-            /* our own diff, sent to the old home before the page left it,
-             * comes back: it belongs to the page on its way here, under
-             * the writes we made since */
+            /* a diff sent to the old home before the page left it, ours
+             * (come back) or another node's (forwarded): it belongs to the
+             * page waiting here (directory.c, cb_on_move_page), under the
+             * writes we made since.  Forwarded back instead, it would go
+             * round while that page waits for our own diffs: two moves
+             * crossing, each new home with a diff for the other's page,
+             * never ended. */
             if (plen != cb.ps || cb_diff_apply(moving, cb.ps, q + 8, hdr[1]))
                 cb_die("node %d: malformed diff for a moving page", cb.self);
             applied_here++;

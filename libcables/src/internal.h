@@ -738,8 +738,10 @@ void cb_on_left(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_node_gone(const cb_msg_t *m);
 void cb_on_gone_flush(const cb_msg_t *m);
 /* directory.c: a leaving node sends its home pages with data to the master
- * and names the master their home (how many sent; -1: a page busy, retry) */
-int64_t cb_homes_hand_over(void);
+ * and names the master their home (how many sent added to *sent; false: a
+ * page busy, retry) */
+bool cb_homes_hand_over(int64_t *sent);
+bool cb_moving_to(int k);      /* master: a home move to node k under way */
 void cb_homes_forget(int k);   /* cached homes: node k's pages are the master's */
 void cb_dir_node_gone(int k);  /* master: the same in the directory */
 bool cb_node_attaching(int k); /* master: node k is being attached */

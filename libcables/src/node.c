@@ -642,6 +642,10 @@ void cb_on_node_idle(const cb_msg_t *m)
     int k = m->src;
     if (state[k] != NS_UP || cb_place_load(k) > 0)
         return; /* a thread was placed there meanwhile: it will say idle again */
+    if (cb_moving_to(k)) { /* a page on its way there: once it landed */
+        cb_defer(m, NULL, 0);
+        return;
+    }
     atomic_store(&state[k], NS_LEAVING);
     if (atomic_load(&finishing)) { /* the master's finish may not have seen it leave */
         atomic_store(&state[k], NS_UP);
@@ -657,14 +661,11 @@ void cb_on_node_idle(const cb_msg_t *m)
 void cb_on_leave(const cb_msg_t *m)
 {
     atomic_store(&cb.stopping, true); /* nobody watches us any more, nor we them */
-    static int64_t sent;
-    int64_t n = atomic_load(&cb.diffs_out) || atomic_load(&cb.claims_out) ? -1
-                                                                        : cb_homes_hand_over();
-    if (n < 0) { /* diffs or claims of ours on their way, or a page busy: later */
-        cb_defer(m, NULL, 0);
+    static int64_t sent; /* pages handed over, over the tries */
+    if (atomic_load(&cb.diffs_out) || atomic_load(&cb.claims_out) || !cb_homes_hand_over(&sent)) {
+        cb_defer(m, NULL, 0); /* diffs or claims of ours on their way, or a page busy: later */
         return;
     }
-    sent += n;
     cb_usage_t u; /* what this process used, which the master keeps (proc.c) */
     cb_proc_usage_final(&u);
     cb_msg_t l = { .type = M_LEFT, .a = (uint64_t)sent };

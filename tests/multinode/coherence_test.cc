@@ -431,7 +431,8 @@ INSTANTIATE_TEST_SUITE_P(Grid, ConcurrentFault, ::testing::ValuesIn(mn::all_cfgs
 // Homes moving while the protocol runs: a page moved back and forth every
 // round is read right every round; two nodes moving the same page at once
 // end with one home and every write kept (3+ nodes); an untouched page
-// moves twice; a page of a running thread's stack is not moved.
+// moves twice; a page of a running thread's stack is not moved; two moves
+// crossing, each new home writing the other's page, end (4+ nodes).
 TEST_P(HomeMoveRace, MovesDuringReadsAndConcurrentMovesKeepData)
 {
     const Cfg c = GetParam();
@@ -445,6 +446,8 @@ TEST_P(HomeMoveRace, MovesDuringReadsAndConcurrentMovesKeepData)
     EXPECT_EQ(mn::get_ll(r, "pages"), c.nodes >= 3 ? 100 : 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "fresh"), 1) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "stack_refused"), 1) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "crossed"), c.nodes >= 4 ? 400 : 0) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "bad_cross"), 0) << res.describe();
 }
 
 // Condition variables across nodes: a bounded buffer with a producer and a

@@ -10,12 +10,22 @@
  * changes the directory; the second must find its home all the same).
  * Phase 3: moving a page of a running thread's stack is refused (-1): its
  * frames must never fault; the thread goes on with its data intact.
- * RESULT ok=1 reads=R bad_reads=B pages=P bad_pages=Q fresh=F stack_refused=S */
+ * Phase 4 (4+ nodes): two moves crossing.  Page a moves between nodes 0
+ * and 1 while node 3 writes it, page b between nodes 2 and 3 while node 1
+ * writes it, CROSS times each, every write followed by an unlock (its diff
+ * on its way to the home it knows): each new home may hold a diff of its
+ * own for the other's page.  Every move must end and every write survive
+ * (before, each diff went round between an old and a new home while each
+ * new home waited for its own diff: a hang).
+ * RESULT ok=1 reads=R bad_reads=B pages=P bad_pages=Q fresh=F stack_refused=S
+ *        crossed=C bad_cross=X */
 #include <cables.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #define ROUNDS 300
 #define PAGES 100
+#define CROSS 200
 
 struct shared {
     cables_barrier_t b2, b3;
@@ -23,7 +33,44 @@ struct shared {
     long bad_reads, stack_rc;
     volatile long *p;
     long *pages[PAGES];
+    long *cross[2];               /* pages a and b of phase 4 */
+    cables_lock_t wl[2];          /* the writers' own locks */
+    volatile long writing;        /* (wl[0]) writers go on while movers move */
+    long written[2], bad_moves4;
 };
+
+/* phase 4: node 3 writes page a (i = 0), node 1 page b (i = 1), word i,
+ * until the movers are done */
+static void *cross_writer(void *a)
+{
+    struct shared *s = a;
+    int i = cables_node_id() == 3 ? 0 : 1;
+    long n = 0;
+    for (bool go = true; go;) {
+        cables_lock(&s->wl[i]);
+        s->cross[i][i] = ++n;
+        go = s->writing;
+        cables_unlock(&s->wl[i]);
+    }
+    s->written[i] = n;
+    return NULL;
+}
+
+/* phase 4: page a between nodes 0 and 1 (from node 0), b between 2 and 3
+ * (from node 2) */
+static void *cross_mover(void *a)
+{
+    struct shared *s = a;
+    int i = cables_node_id() == 0 ? 0 : 1, from = 2 * i;
+    long bad = 0;
+    for (int k = 0; k < CROSS; k++)
+        bad += cables_home_move(s->cross[i], cables_page_size(), from + (k % 2 == 0)) != 0;
+    cables_home_move(s->cross[i], cables_page_size(), from);
+    cables_lock(&s->wl[0]);
+    s->bad_moves4 += bad;
+    cables_unlock(&s->wl[0]);
+    return NULL;
+}
 
 static void *reader(void *a)
 {
@@ -115,6 +162,33 @@ int main(void)
         for (int i = 0; i < 2; i++)
             cables_thread_join(m[i], NULL);
     }
+    long crossed = 0, bad_cross = 0;
+    if (nn >= 4) {
+        for (int i = 0; i < 2; i++) {
+            s->cross[i] = cables_alloc_placed(ps, CABLES_POLICY_FIXED, 2 * i);
+            s->cross[i][0] = s->cross[i][1] = 0;
+        }
+        s->writing = 1;
+        cables_thread_t w[2], mv;
+        if (cables_thread_create(&w[0], 3, cross_writer, s) ||
+            cables_thread_create(&w[1], 1, cross_writer, s) ||
+            cables_thread_create(&mv, 2, cross_mover, s))
+            return 2;
+        cross_mover(s);
+        cables_thread_join(mv, NULL);
+        cables_lock(&s->wl[0]);
+        s->writing = 0;
+        cables_unlock(&s->wl[0]);
+        for (int i = 0; i < 2; i++)
+            cables_thread_join(w[i], NULL);
+        for (int i = 0; i < 2; i++) {
+            cables_lock(&s->wl[i]);
+            bad_cross += s->cross[i][i] != s->written[i] || s->written[i] < 1;
+            cables_unlock(&s->wl[i]);
+        }
+        bad_cross += s->bad_moves4 != 0;
+        crossed = 2 * CROSS;
+    }
     void *sum;
     int stack_refused = 1;
     if (last > 0) {
@@ -123,9 +197,10 @@ int main(void)
         cables_thread_join(t, &sum);
         stack_refused = s->stack_rc == -1 && (long)sum == 36;
     }
-    int ok = s->bad_reads == 0 && bad_pages == 0 && bad_moves == 0 && fresh_ok && stack_refused;
+    int ok = s->bad_reads == 0 && bad_pages == 0 && bad_moves == 0 && fresh_ok && stack_refused &&
+             bad_cross == 0;
     printf("RESULT ok=%d reads=%d bad_reads=%ld pages=%ld bad_pages=%ld bad_moves=%ld fresh=%d "
-           "stack_refused=%d\n", ok, ROUNDS, s->bad_reads, pages, bad_pages, bad_moves, fresh_ok,
-           stack_refused);
+           "stack_refused=%d crossed=%ld bad_cross=%ld\n", ok, ROUNDS, s->bad_reads, pages,
+           bad_pages, bad_moves, fresh_ok, stack_refused, crossed, bad_cross);
     return ok ? 0 : 1;
 }
