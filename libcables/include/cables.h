@@ -42,7 +42,8 @@ size_t cables_page_size(void);
 /* Home node of the page holding addr; -1 if no node has touched it yet. */
 int cables_home_of(const void *addr);
 /* Move the homes of the pages of [addr, addr+len) to node.  0, or -1 (not
- * allocated, no such node, or a page of a running thread's stack).
+ * allocated, no such node, a node that left or is leaving, or a page of a
+ * running thread's stack).
  * Readers and writers on any node may run meanwhile. */
 int cables_home_move(void *addr, size_t len, int node);
 /* Bytes of memory this node holds for shared pages (homes and copies). */

@@ -100,6 +100,7 @@ TEST_P(HandOver, LeavingNodesHomesReachTheMasterWithTheirData)
     EXPECT_EQ(mn::get_ll(r, "bad"), 0) << res.describe();
     EXPECT_EQ(mn::get_ll(r, "node"), 1) << res.describe();
     EXPECT_GE(mn::get_ll(r, "detached"), 1) << res.describe();
+    EXPECT_EQ(mn::get_ll(r, "move_to_gone"), -1) << res.describe();
     EXPECT_EQ(r["ok"], "1") << res.describe();
 }
 

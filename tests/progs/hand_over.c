@@ -4,9 +4,12 @@
  * (homes there) PAGES coherence pages of a fresh block, every OS page of
  * each written (a pattern), and every 4th coherence page left untouched.
  * Main joins it and waits (up to 20 s) for the node to leave, which hands
- * its homes to the master; then reads everything back.
+ * its homes to the master; then reads everything back.  Last, a home move
+ * of one of those pages to the node that left is refused (-1: before, the
+ * page went to it and was lost, and the move never returned) and the page
+ * keeps its data.
  * usage: hand_over [PAGES]
- * RESULT ok=1 bad=0 words=W detached=D node=N */
+ * RESULT ok=1 bad=0 words=W detached=D node=N move_to_gone=M */
 #include <cables.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,8 +54,10 @@ int main(int argc, char **argv)
     long bad = 0;
     for (long i = 0; i < j->words; i++)
         bad += j->data[i] != ((i / j->per_page) % 4 != 3 ? pattern(i) : 0);
-    int ok = bad == 0 && j->node == 1 && st.nodes_detached >= 1;
-    printf("RESULT ok=%d bad=%ld words=%ld detached=%llu node=%d\n", ok, bad, j->words,
-           (unsigned long long)st.nodes_detached, j->node);
+    int moved = st.nodes_detached >= 1 ? cables_home_move(j->data, sizeof(long), 1) : 0;
+    bad += j->data[0] != pattern(0) || cables_home_of(j->data) != 0;
+    int ok = bad == 0 && j->node == 1 && st.nodes_detached >= 1 && moved == -1;
+    printf("RESULT ok=%d bad=%ld words=%ld detached=%llu node=%d move_to_gone=%d\n", ok, bad,
+           j->words, (unsigned long long)st.nodes_detached, j->node, moved);
     return ok ? 0 : 1;
 }
