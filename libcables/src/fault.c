@@ -751,6 +751,26 @@ bool cb_app_signals_hold(sigset_t *was)
     return libc_sigmask(SIG_BLOCK, &set, was) == 0;
 }
 
+bool cb_app_signals_block(sigset_t *added)
+{
+    if (!atomic_load_explicit(&app_handled, memory_order_relaxed))
+        return false;
+    sigset_t set, was;
+    held_set(&set);
+    if (libc_sigmask(SIG_BLOCK, &set, &was))
+        return false;
+    bool any = false;
+    sigemptyset(added);
+    for (int s = 1; s <= 64; s++)
+        if (sigismember(&set, s) == 1 && sigismember(&was, s) != 1) {
+            sigaddset(added, s);
+            any = true;
+        }
+    return any;
+}
+
+void cb_app_signals_unblock(const sigset_t *added) { libc_sigmask(SIG_UNBLOCK, added, NULL); }
+
 bool cb_app_signals_hold_taking(int also, sigset_t *was, sigset_t *take)
 {
     if (!atomic_load_explicit(&app_handled, memory_order_relaxed))

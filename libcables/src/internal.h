@@ -485,6 +485,10 @@ bool cb_app_signals_let(const sigset_t *was);
 /* held as by cb_app_signals_hold, and signal also too; *take: the held
  * signals the program's mask lets in, and also */
 bool cb_app_signals_hold_taking(int also, sigset_t *was, sigset_t *take);
+/* held off, as around a cb_mutex (sys.c): *added, those the mask let in
+ * (false: none), for cb_app_signals_unblock */
+bool cb_app_signals_block(sigset_t *added);
+void cb_app_signals_unblock(const sigset_t *added);
 /* psig.c: signals sent to the process, delivered on the node that has a
  * thread taking them.  An application thread's mask changed (how, set,
  * the one before); a temporary mask in force, or signals waited for (the

@@ -217,9 +217,20 @@ bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline)
     return done;
 }
 
-/* Drepper's three-state futex mutex ("Futexes are tricky", mutex 2). */
+/* Drepper's three-state futex mutex ("Futexes are tricky", mutex 2).  An
+ * application thread holds the program's handled signals off while it
+ * holds any: a handler that ran there and touched a shared page, or slept
+ * (a poller's pull), would wait for what its own thread holds (a page an
+ * acquire owns, release_mu, the queue's lock).  They come in at the
+ * outermost unlock.  (tests/posix/handler_shared.c) */
+static __thread uint32_t mu_depth CB_TLS;
+static __thread bool mu_held_off CB_TLS;
+static __thread sigset_t mu_added CB_TLS; /* the signals blocked at the outermost lock */
+
 void cb_mutex_lock(cb_mutex_t *m)
 {
+    if (mu_depth++ == 0)
+        mu_held_off = cb_app_thread && cb_app_signals_block(&mu_added);
     uint32_t c = 0;
     if (atomic_compare_exchange_strong(&m->v, &c, 1))
         return;
@@ -235,6 +246,10 @@ void cb_mutex_unlock(cb_mutex_t *m)
 {
     if (atomic_exchange(&m->v, 0) == 2)
         syscall(SYS_futex, (uint32_t *)&m->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    if (--mu_depth == 0 && mu_held_off) {
+        mu_held_off = false;
+        cb_app_signals_unblock(&mu_added);
+    }
 }
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
