@@ -17,6 +17,8 @@
  * as a watchdog for the waits that cannot be bounded):
  *   check_deadline(clock, ms)    absolute time ms from now on that clock
  *   check_now_ms(clock)          current time in milliseconds
+ *   check_block_signal(sig)      the calling thread blocks sig (a timer's
+ *                                signals go to the thread they are for)
  *   struct gate                  a stage number protected by a mutex and a
  *                                condition variable: gate_set(g, s) raises
  *                                it, gate_wait(g, s) waits (bounded) until
@@ -31,6 +33,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -165,6 +168,14 @@ static CHECK_UNUSED double check_now_ms(clockid_t clk)
     struct timespec t;
     clock_gettime(clk, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static CHECK_UNUSED void check_block_signal(int sig)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
 struct gate {

@@ -63,10 +63,7 @@ static void on_usr1(int sig)
 static void *worker(void *arg)
 {
     (void)arg;
-    sigset_t usr1; /* the timer's signals are main's */
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+    check_block_signal(SIGUSR1); /* the timer's signals are main's */
     volatile long(*mine)[512] = calloc(PAGES, sizeof *mine);
     pthread_mutex_lock(&mu);
     pages = mine;
