@@ -185,7 +185,20 @@ static void release(bar_t *s, uint32_t n, const uint32_t *v, const void *notices
     for (int i = 0; i < nk; i++) {
         int c = kids[i];
         cb_msg_t r = { .type = M_BAR_RELEASE, .a = s->key, .c = serial && first == c, .d = to[c] };
-        cb_send(c, &r, notices, len, false);
+        if (c < cb.launched) {
+            cb_send(c, &r, notices, len, false);
+            continue;
+        }
+        /* an attached node may not hold the last release's vc: its first
+         * notices came with its first thread, from whichever node made it,
+         * which may not have had that release yet (its merge would find
+         * notices from beyond what it holds).  Its own: from what it is
+         * known to hold. */
+        cb_vc_t from;
+        cb_known_get(c, from);
+        size_t nl;
+        void *n = cb_notices_encode(from, &nl, NULL);
+        cb_send(c, &r, n, nl, true);
     }
 }
 
