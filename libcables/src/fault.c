@@ -751,22 +751,26 @@ bool cb_app_signals_hold(sigset_t *was)
     return libc_sigmask(SIG_BLOCK, &set, was) == 0;
 }
 
+/* set less the signals `was` blocked already: those a SIG_BLOCK of set
+ * blocked anew (true if any) */
+static bool drop_blocked(sigset_t *set, const sigset_t *was)
+{
+    bool any = false;
+    for (int s = 1; s <= 64; s++)
+        if (sigismember(set, s) == 1 && sigismember(was, s) == 1)
+            sigdelset(set, s);
+        else
+            any |= sigismember(set, s) == 1;
+    return any;
+}
+
 bool cb_app_signals_block(sigset_t *added)
 {
     if (!atomic_load_explicit(&app_handled, memory_order_relaxed))
         return false;
-    sigset_t set, was;
-    held_set(&set);
-    if (libc_sigmask(SIG_BLOCK, &set, &was))
-        return false;
-    bool any = false;
-    sigemptyset(added);
-    for (int s = 1; s <= 64; s++)
-        if (sigismember(&set, s) == 1 && sigismember(&was, s) != 1) {
-            sigaddset(added, s);
-            any = true;
-        }
-    return any;
+    sigset_t was;
+    held_set(added);
+    return !libc_sigmask(SIG_BLOCK, added, &was) && drop_blocked(added, &was);
 }
 
 void cb_app_signals_unblock(const sigset_t *added) { libc_sigmask(SIG_UNBLOCK, added, NULL); }
@@ -779,9 +783,7 @@ bool cb_app_signals_hold_taking(int also, sigset_t *was, sigset_t *take)
     sigaddset(take, also);
     if (libc_sigmask(SIG_BLOCK, take, was))
         return false;
-    for (int s = 1; s <= 64; s++)
-        if (sigismember(was, s) == 1)
-            sigdelset(take, s);
+    drop_blocked(take, was);
     sigaddset(take, also);
     return true;
 }

@@ -19,6 +19,10 @@
  *   check_now_ms(clock)          current time in milliseconds
  *   check_block_signal(sig)      the calling thread blocks sig (a timer's
  *                                signals go to the thread they are for)
+ *   check_signal_timer(sig, handler, flags, &timer)
+ *                                handler (sa_flags flags) for sig, and a
+ *                                CLOCK_MONOTONIC timer (not armed) that
+ *                                sends sig: 1, or 0 (checks failed)
  *   struct gate                  a stage number protected by a mutex and a
  *                                condition variable: gate_set(g, s) raises
  *                                it, gate_wait(g, s) waits (bounded) until
@@ -176,6 +180,23 @@ static CHECK_UNUSED void check_block_signal(int sig)
     sigemptyset(&set);
     sigaddset(&set, sig);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+static CHECK_UNUSED int check_signal_timer(int sig, void (*handler)(int), int flags,
+                                           timer_t *timer)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    if (!CHECK_ERR("sigaction", sigaction(sig, &sa, NULL), 0))
+        return 0;
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = sig;
+    return CHECK_ERR("timer_create", timer_create(CLOCK_MONOTONIC, &ev, timer), 0);
 }
 
 struct gate {

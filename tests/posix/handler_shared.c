@@ -60,15 +60,8 @@ static void *worker(void *arg)
 int main(void)
 {
     check_start();
-    struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
-    sigemptyset(&sa.sa_mask);
-    CHECK_ERR("sigaction", sigaction(SIGUSR1, &sa, NULL), 0);
     timer_t timer;
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = SIGUSR1;
-    if (!CHECK_ERR("timer_create", timer_create(CLOCK_MONOTONIC, &ev, &timer), 0))
+    if (!check_signal_timer(SIGUSR1, on_usr1, SA_RESTART, &timer))
         return check_finish();
     pthread_t t;
     if (!CHECK_ERR("create", pthread_create(&t, NULL, worker, NULL), 0))

@@ -165,17 +165,9 @@ static int count_moves(void)
 int main(void)
 {
     check_start();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sigemptyset(&sa.sa_mask);
-    CHECK_EQ("sigaction", sigaction(SIGUSR1, &sa, NULL), 0);
     timer_t timer;
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = SIGUSR1;
-    CHECK_EQ("timer_create", timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
+    if (!check_signal_timer(SIGUSR1, on_usr1, 0, &timer))
+        return check_finish();
     pthread_t t;
     CHECK_EQ("create", pthread_create(&t, NULL, worker, NULL), 0);
     CHECK("moves_before", count_moves());
@@ -255,7 +247,10 @@ int main(void)
     free(p);
     free((void *)block);
 
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr2;
+    sigemptyset(&sa.sa_mask);
     CHECK_EQ("sigaction_usr2", sigaction(SIGUSR2, &sa, NULL), 0);
     CHECK_EQ("pipe", pipe(fds), 0);
     char path[64];
