@@ -87,6 +87,18 @@ void cb_statics_init(void)
     if (!s.found || dend < lo || dend > bbeg || bbeg >= hi)
         cb_die("the program's data segment is not laid out as cables-cc links it "
                "(markers outside its writable segment); relink it with cables-cc");
+    /* they take the lowest pages of the GAS, below the heap arenas
+     * (gas.c): bigger, they would lie under the arenas and the ranges
+     * handed out (a malloc'd block inside a global array) */
+    uint64_t need = ((dend - lo) + (hi - bbeg)) / cb.ps;
+    if (need >= cb.heap_first)
+        cb_die("the program's static data (%llu MiB) does not fit in the lower half of the "
+               "global address space (CABLES_GAS_SIZE=%llu MiB: %llu MiB below the heap "
+               "arenas); set CABLES_GAS_SIZE above %llu MiB (and raise ulimit -v if it limits "
+               "the address space)",
+               (unsigned long long)(need * cb.ps >> 20), (unsigned long long)(cb.cfg.gas_size >> 20),
+               (unsigned long long)(cb.heap_first * cb.ps >> 20),
+               (unsigned long long)(2 * need * cb.ps >> 20));
     add_range(lo, dend);
     add_range(bbeg, hi);
     /* a marker of the size head.c gives it (not one of an older head.o) */
