@@ -422,7 +422,9 @@ static void *gas_exhausted(size_t size, int64_t free_bytes)
     return NULL;
 }
 
-static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse, bool zero)
+/* quiet: no message when it does not fit (the caller tries a smaller size) */
+static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reuse, bool zero,
+                         bool quiet)
 {
     if (policy == CABLES_POLICY_DEFAULT) {
         policy = cb.cfg.policy;
@@ -436,7 +438,7 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
         return NULL;
     }
     if (size > cb.cfg.gas_size) /* nor rounded up to pages, where that wraps */
-        return gas_exhausted(size, (int64_t)-1);
+        return quiet ? (errno = ENOMEM, NULL) : gas_exhausted(size, (int64_t)-1);
     reuse = reuse && !cb_syncing;
     cb_msg_t m = { .type = M_ALLOC, .a = size, .b = (uint64_t)policy,
                    .c = (uint32_t)node | (uint64_t)(reuse ? ALLOC_REUSE : 0) << 32 };
@@ -459,23 +461,23 @@ static void *alloc_range(size_t size, cables_policy_t policy, int node, bool reu
         free(notices);
     }
     if (first == ~0ull)
-        return gas_exhausted(size, free_bytes);
+        return quiet ? (errno = ENOMEM, NULL) : gas_exhausted(size, free_bytes);
     return cb_app_page(first);
 }
 
 void *cables_alloc_placed(size_t size, cables_policy_t policy, int node)
 {
-    return alloc_range(size, policy, node, false, false);
+    return alloc_range(size, policy, node, false, false, false);
 }
 
 void *cables_alloc(size_t size)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, true);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, true, false);
 }
 
-void *cb_alloc_reusable(size_t size, bool zero)
+void *cb_alloc_reusable(size_t size, bool zero, bool quiet)
 {
-    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, zero);
+    return alloc_range(size, CABLES_POLICY_DEFAULT, 0, true, zero, quiet);
 }
 
 /* a release first: the block's writes reach their homes before the range

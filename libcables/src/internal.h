@@ -410,7 +410,9 @@ void cb_on_free(const cb_msg_t *m, const void *p, size_t len);
 /* Shared memory for malloc (pthread_shim): like cables_alloc, but it may be
  * a range freed before, neither zeroed nor placed anew (its pages keep
  * their homes); what its last owner wrote is acquired first. */
-void *cb_alloc_reusable(size_t size, bool zero); /* zero: as cables_alloc */
+void *cb_alloc_reusable(size_t size, bool zero, bool quiet); /* zero: as cables_alloc;
+                                                              * quiet: no message if it
+                                                              * does not fit */
 
 /* directory.c: home of each page; the master keeps the directory */
 

@@ -124,10 +124,15 @@ void *shim_big_alloc(size_t n, size_t cap, size_t align, bool zero)
     if (cap < n)
         cap = n;
     if (cap > SIZE_MAX - group - a)
+        cap = n;
+    if (n > SIZE_MAX - group - a)
         return NULL;
     /* inside a release or an acquire (a libc call of the runtime's), new
-     * space (gas.c) */
-    uint8_t *b = cb_alloc_reusable(cap + group + a, zero);
+     * space (gas.c); a capacity above n that does not fit, n alone (a
+     * realloc that doubles must not fail where the size asked fits) */
+    uint8_t *b = cap > n ? cb_alloc_reusable(cap + group + a, zero, true) : NULL;
+    if (!b)
+        b = cb_alloc_reusable((cap = n) + group + a, zero, false);
     if (!b)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)b + group + a - 1) / a * a);

@@ -126,7 +126,7 @@ std::vector<PosixCase> posix_cases()
 {
     std::vector<PosixCase> v;
     for (const char *t : { "shm", "tcp" })
-        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand", "process", "paths", "fork", "exec", "spawn", "redirect", "sigsegv", "fortified", "sigpipe", "subprogram", "pid", "jump_out", "handler_shared", "big_static" })
+        for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand", "process", "paths", "fork", "exec", "spawn", "redirect", "sigsegv", "fortified", "sigpipe", "subprogram", "pid", "jump_out", "handler_shared", "big_static", "realloc_big" })
             v.push_back({ t, n });
     return v;
 }
@@ -154,6 +154,24 @@ TEST(StaticData, TooBigForTheGasIsRefused)
         << res.describe();
     EXPECT_NE(res.output.find("set CABLES_GAS_SIZE above 192 MiB"), std::string::npos)
         << res.describe();
+}
+
+// A big block that realloc grows past its capacity moves to one of twice
+// that capacity, or, where that does not fit, to one of the size asked:
+// with CABLES_GAS_SIZE=256M, 50 MiB grown to 51 MiB on node 1.  Before,
+// realloc returned NULL (and said an allocation of 100 MiB did not fit).
+TEST(BigBlocks, ReallocGrowsWhereTheSizeAskedFits)
+{
+    if (asan_heap())
+        GTEST_SKIP() << "AddressSanitizer's malloc replaces the shared heap";
+    auto want = native_result("tests/posix/realloc_big", {});
+    ASSERT_EQ(want["ok"], "1");
+    auto res = mn::run_cables(2, "shm", relinked("tests/posix/realloc_big"), {},
+                              { { "CABLES_GAS_SIZE", "256M" } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["checks"], want["checks"]) << res.describe();
+    EXPECT_EQ(res.output.find("exhausted"), std::string::npos) << res.describe();
 }
 
 // "2nodes_shm": a test name from (nodes, transport)
