@@ -63,7 +63,8 @@ int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
 
 int cables_cond_timedwait(cables_cond_t *c, cables_lock_t *l, uint64_t timeout_ns)
 {
-    uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : cb_now_ns() + timeout_ns;
+    uint64_t now = cb_now_ns(); /* a timeout past the clock's end: none */
+    uint64_t deadline = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
     int rc = cb_cond_wait((uintptr_t)c, (uintptr_t)l, CB_LK_NORMAL, deadline);
     return rc == ECANCELED ? 0 : rc;
 }

@@ -19,8 +19,15 @@
  *     sees the value the other sent.
  *  5. Static PTHREAD_COND_INITIALIZER (sections 1, 2 and 4 use it);
  *     signal/broadcast with no waiter return 0; destroy returns 0.
+ *  6. A deadline far in the future (tv_sec = LONG_MAX, as code writes "for
+ *     ever") is waited for: a created thread's pthread_cond_timedwait and
+ *     pthread_mutex_timedlock return 0 once main signals, or unlocks, 300
+ *     ms later (under libcables both returned ETIMEDOUT at once: the
+ *     nanoseconds left overflowed).
  * A -fsanitize=thread build leaves out the second unlock (tsan reports it). */
 #define _GNU_SOURCE
+#include <limits.h>
+
 #include "check.h"
 
 #define NWAIT 4
@@ -312,6 +319,58 @@ static void test_pingpong(void)
     pthread_mutex_unlock(&pp_mu);
 }
 
+/* ---- 6. far deadlines ----------------------------------------------- */
+
+static pthread_mutex_t far_mu = PTHREAD_MUTEX_INITIALIZER, far_held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t far_cv = PTHREAD_COND_INITIALIZER;
+static int far_go, far_waiting;   /* (far_mu) */
+static int far_cond_rc = -1, far_lock_rc = -1;
+static double far_cond_ms, far_lock_ms;
+
+static void *far_waiter(void *arg)
+{
+    (void)arg;
+    const struct timespec never = { LONG_MAX, 0 };
+    double t0 = check_now_ms(CLOCK_MONOTONIC);
+    pthread_mutex_lock(&far_mu);
+    far_waiting = 1;
+    int rc = 0;
+    while (!far_go && rc == 0)
+        rc = pthread_cond_timedwait(&far_cv, &far_mu, &never);
+    far_cond_rc = rc;
+    pthread_mutex_unlock(&far_mu);
+    far_cond_ms = check_now_ms(CLOCK_MONOTONIC) - t0;
+    t0 = check_now_ms(CLOCK_MONOTONIC);
+    far_lock_rc = pthread_mutex_timedlock(&far_held, &never); /* main holds it */
+    far_lock_ms = check_now_ms(CLOCK_MONOTONIC) - t0;
+    if (far_lock_rc == 0)
+        pthread_mutex_unlock(&far_held);
+    return NULL;
+}
+
+static void test_far_deadline(void)
+{
+    pthread_mutex_lock(&far_held);
+    pthread_t t;
+    if (!CHECK_ERR("far_create", pthread_create(&t, NULL, far_waiter, NULL), 0)) {
+        pthread_mutex_unlock(&far_held);
+        return;
+    }
+    usleep(300000);
+    pthread_mutex_lock(&far_mu);
+    CHECK_EQ("far_waiting", far_waiting, 1);
+    far_go = 1;
+    pthread_cond_signal(&far_cv);
+    pthread_mutex_unlock(&far_mu);
+    usleep(300000);
+    pthread_mutex_unlock(&far_held);
+    CHECK_ERR("far_join", pthread_join(t, NULL), 0);
+    CHECK_ERR("far_cond_rc", far_cond_rc, 0);
+    CHECK_GE("far_cond_waited_ms", (long)far_cond_ms, 250);
+    CHECK_ERR("far_lock_rc", far_lock_rc, 0);
+    CHECK_GE("far_lock_waited_ms", (long)far_lock_ms, 250);
+}
+
 int main(void)
 {
     check_start();
@@ -319,6 +378,7 @@ int main(void)
     test_broadcast();
     test_timed();
     test_pingpong();
+    test_far_deadline();
     CHECK_ERR("destroy_static_sg_cv", pthread_cond_destroy(&sg_cv), 0);
     CHECK_ERR("destroy_static_sg_main", pthread_cond_destroy(&sg_main), 0);
     CHECK_ERR("destroy_static_bc_cv", pthread_cond_destroy(&bc_cv), 0);
