@@ -1581,6 +1581,16 @@ void cb_on_fetch(const cb_msg_t *m)
         cb_reply(m, &r, NULL, 0, false);
         return;
     }
+    /* the pages leave in the reply: marked as a reader in place marks them
+     * (rma.c), before their data is read (it is sent from where it lies).
+     * A write the home makes meanwhile and undoes before its release
+     * leaves the checksum as it was, but is in the copy: the mark notice
+     * drops it.  A page kept writable here (PG_TWIN), a thread's stack,
+     * or one opened for writing while the reply is on its way. */
+    for (uint64_t i = 0; i < runs; i++)
+        for (uint64_t j = 0; j < n; j++)
+            atomic_store_explicit(&cb.read_marks[p + i * stride + j], 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
     if (runs == 1 || stride == n) {
         cb_reply(m, &r, cb_proto_page(p), runs * n * cb.ps, false);
         return;

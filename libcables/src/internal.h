@@ -840,7 +840,8 @@ typedef struct {
     _Atomic uint64_t *sum_stale; /* bit p: a diff landed after p's checksum (hlrc.c) */
     _Atomic uint64_t *quiet; /* bit p: home page p noticed, no copy left since (hlrc.c) */
     _Atomic uint64_t *pulled; /* bit p: copy p dropped by a pull's acquire (propagate.c) */
-    _Atomic uint8_t *read_marks; /* byte p: another node read home page p in place (rma.c) */
+    _Atomic uint8_t *read_marks; /* byte p: another node read home page p in place (rma.c),
+                                  * or it left in a fetch's reply (hlrc.c) */
     /* interval bookkeeping */
     cb_mutex_t release_mu; /* serializes releases and acquires */
     cb_plist_t dirty;      /* the interval's written pages */

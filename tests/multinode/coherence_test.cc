@@ -517,6 +517,20 @@ TEST_P(UndoneWrite, CopyReadMidIntervalIsNoticed)
     }
 }
 
+// The same with the page on the home thread's stack (hashed at each of its
+// releases, never write-protected), and copies that come in a fetch's reply
+// (all of them over tcp): a page that leaves so is marked as one read in
+// place.  Before, over tcp: stale=19 of 20, with copies invalidated or
+// refreshed.
+TEST_P(UndoneWrite, CopySentMidIntervalFromAStackIsNoticed)
+{
+    auto res = mn::run_cables(2, transport(), mn::prog("undone_write"), { "20", "stack" },
+                              { { "CABLES_REFRESH", refresh() } });
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(mn::get_ll(r, "stale"), 0) << res.describe();
+    EXPECT_GE(mn::get_ll(r, "seen"), 3) << res.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(TwoNodes, UndoneWrite, kTransportRefresh, transport_refresh_name);
 
 // A copy read in place from a home page kept writable, and unchanged since,
