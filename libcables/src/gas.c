@@ -114,7 +114,39 @@ void cb_page_unown(uint64_t p, uint32_t state)
         cb_futex_wake(&cb.pst[p]);
 }
 
+/* Of pages [p, p + n), how many from p lie one after the other in the
+ * application view: the program's static data is two windows at its own
+ * addresses (statics.c), whose page numbers follow each other but whose
+ * addresses do not, and the GAS after them is elsewhere again. */
+static uint64_t app_run(uint64_t p, uint64_t n)
+{
+    if (p >= cb.nstatic)
+        return n;
+    for (int i = 0; i < cb.nalias; i++) {
+        uint64_t len = (cb.alias[i].hi - cb.alias[i].lo) / cb.ps;
+        if (p - cb.alias[i].first < len)
+            return n < cb.alias[i].first + len - p ? n : cb.alias[i].first + len - p;
+    }
+    return n;
+}
+
+static void protect_run(uint64_t p, uint64_t n, int prot);
+
+/* one mprotect per run of pages adjacent in the application view (callers
+ * join pages by number: a run of a strided fetch across the end of .data
+ * made the private pages between .data and .bss readable, and left .bss
+ * pages it had landed inaccessible, their state readable: faults forever) */
 void cb_page_protect(uint64_t p, uint64_t n, int prot)
+{
+    while (n) {
+        uint64_t k = app_run(p, n);
+        protect_run(p, k, prot);
+        p += k;
+        n -= k;
+    }
+}
+
+static void protect_run(uint64_t p, uint64_t n, int prot)
 {
     if (cb_mprotect(cb_app_page(p), n * cb.ps, prot) == 0)
         return;

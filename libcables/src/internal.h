@@ -65,6 +65,10 @@ typedef struct { _Atomic uint32_t v; } cb_mutex_t; /* 0 free, 1 held, 2 held + w
 #define CB_MUTEX_INIT { 0 }
 void cb_mutex_lock(cb_mutex_t *m);
 void cb_mutex_unlock(cb_mutex_t *m);
+/* the program's handled signals held off on its threads, nested (sys.c):
+ * around any lock the runtime's threads or a fault take too */
+void cb_signals_hold_enter(void);
+void cb_signals_hold_leave(void);
 /* a detached (or, with join, joinable) system thread on private memory */
 int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached);
 /* ... joinable, with a stack of stack bytes (a thread of the runtime that
@@ -780,17 +784,24 @@ extern cables_stats_t cb_stats;
 void cb_stat_page_written(uint64_t page, int node);
 
 /* The runtime's own memory is private: libc's allocator by its own names,
- * past the shim's malloc (which gives application threads shared memory). */
+ * past the shim's malloc (which gives application threads shared memory),
+ * with the program's signals held off around each call (sys.c: its arena
+ * lock is one the communication thread takes too). */
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
 void *__libc_realloc(void *, size_t);
 void *__libc_memalign(size_t, size_t);
 void __libc_free(void *);
+void *cb_malloc(size_t n);
+void *cb_calloc(size_t n, size_t size);
+void *cb_realloc(void *p, size_t n);
+void *cb_memalign(size_t align, size_t n);
+void cb_free(void *p);
 #ifndef CB_DEFINES_MALLOC
-#define malloc __libc_malloc
-#define calloc __libc_calloc
-#define realloc __libc_realloc
-#define free __libc_free
+#define malloc cb_malloc
+#define calloc cb_calloc
+#define realloc cb_realloc
+#define free cb_free
 #endif
 
 /* ---- the per-node context ---- */

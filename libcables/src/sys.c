@@ -217,20 +217,79 @@ bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline)
     return done;
 }
 
-/* Drepper's three-state futex mutex ("Futexes are tricky", mutex 2).  An
- * application thread holds the program's handled signals off while it
- * holds any: a handler that ran there and touched a shared page, or slept
+/* An application thread holds the program's handled signals off while it
+ * holds a lock that the runtime's threads take too, or that its own fault
+ * path takes: a handler that ran there and touched a shared page, or slept
  * (a poller's pull), would wait for what its own thread holds (a page an
- * acquire owns, release_mu, the queue's lock).  They come in at the
- * outermost unlock.  (tests/posix/handler_shared.c) */
-static __thread uint32_t mu_depth CB_TLS;
-static __thread bool mu_held_off CB_TLS;
-static __thread sigset_t mu_added CB_TLS; /* the signals blocked at the outermost lock */
+ * acquire owns, release_mu, the queue's lock, the C library's malloc arena
+ * that the communication thread allocates from).  They come in as the
+ * outermost such lock is let go.  "Application thread" is the program's
+ * thread (cb_thr), also where it runs the runtime's code as the runtime's
+ * (AS_RUNTIME).  (tests/posix/handler_shared.c) */
+static __thread uint32_t hold_depth CB_TLS;
+static __thread bool held_off CB_TLS;
+static __thread sigset_t hold_added CB_TLS; /* the signals blocked at the outermost hold */
 
+void cb_signals_hold_enter(void)
+{
+    if (hold_depth++ == 0)
+        held_off = cb_thr && cb_app_signals_block(&hold_added);
+}
+
+void cb_signals_hold_leave(void)
+{
+    if (--hold_depth == 0 && held_off) {
+        held_off = false;
+        cb_app_signals_unblock(&hold_added);
+    }
+}
+
+void *cb_malloc(size_t n)
+{
+    cb_signals_hold_enter();
+    void *p = __libc_malloc(n);
+    cb_signals_hold_leave();
+    return p;
+}
+
+void *cb_calloc(size_t n, size_t size)
+{
+    cb_signals_hold_enter();
+    void *p = __libc_calloc(n, size);
+    cb_signals_hold_leave();
+    return p;
+}
+
+void *cb_realloc(void *p, size_t n)
+{
+    cb_signals_hold_enter();
+    void *q = __libc_realloc(p, n);
+    cb_signals_hold_leave();
+    return q;
+}
+
+void *cb_memalign(size_t align, size_t n)
+{
+    cb_signals_hold_enter();
+    void *p = __libc_memalign(align, n);
+    cb_signals_hold_leave();
+    return p;
+}
+
+void cb_free(void *p)
+{
+    int e = errno; /* free keeps errno (POSIX 2024) */
+    cb_signals_hold_enter();
+    __libc_free(p);
+    cb_signals_hold_leave();
+    errno = e;
+}
+
+/* Drepper's three-state futex mutex ("Futexes are tricky", mutex 2), held
+ * with the program's signals off (above). */
 void cb_mutex_lock(cb_mutex_t *m)
 {
-    if (mu_depth++ == 0)
-        mu_held_off = cb_app_thread && cb_app_signals_block(&mu_added);
+    cb_signals_hold_enter();
     uint32_t c = 0;
     if (atomic_compare_exchange_strong(&m->v, &c, 1))
         return;
@@ -246,10 +305,7 @@ void cb_mutex_unlock(cb_mutex_t *m)
 {
     if (atomic_exchange(&m->v, 0) == 2)
         syscall(SYS_futex, (uint32_t *)&m->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-    if (--mu_depth == 0 && mu_held_off) {
-        mu_held_off = false;
-        cb_app_signals_unblock(&mu_added);
-    }
+    cb_signals_hold_leave();
 }
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

@@ -87,7 +87,7 @@ static void drain(void)
     AS_RUNTIME(cb_acquire(v));
     memkind_t k = my_arena();
     AS_RUNTIME(for (size_t i = 0; i < n; i++) memkind_free(k, list[i]));
-    __libc_free(list);
+    cb_free(list);
 }
 
 /* comm thread: M_HEAP_FREE, blocks of our arena freed elsewhere (cb_send_freed) */
@@ -100,7 +100,7 @@ void cb_on_heap_free(const cb_msg_t *m, const void *p, size_t len)
     cb_vc_max(pend_vc, v);
     if (npend + n > cappend) {
         cappend = (npend + n) * 2;
-        pend = __libc_realloc(pend, cappend * sizeof *pend);
+        pend = cb_realloc(pend, cappend * sizeof *pend);
         if (!pend)
             cb_die("node %d: out of memory for the heap's free list", cb.self);
     }
@@ -216,7 +216,7 @@ static void heap_free(void *p)
 
 void *malloc(size_t n)
 {
-    return ours() ? heap_alloc(n, 0, NULL) : __libc_malloc(n);
+    return ours() ? heap_alloc(n, 0, NULL) : cb_malloc(n);
 }
 
 void free(void *p)
@@ -227,13 +227,13 @@ void free(void *p)
         if (!cb.forked) /* a child of fork: its copy of the heap is left as it is */
             heap_free(p);
     } else
-        __libc_free(p);
+        cb_free(p);
 }
 
 void *calloc(size_t n, size_t size)
 {
     if (!ours())
-        return __libc_calloc(n, size);
+        return cb_calloc(n, size);
     if (size && n > SIZE_MAX / size) {
         errno = ENOMEM;
         return NULL;
@@ -253,7 +253,7 @@ void *realloc(void *p, size_t n)
     if (!p)
         return malloc(n);
     if (cb.forked && cb_in_gas((uintptr_t)p)) { /* a child of fork: a private copy */
-        void *q = __libc_malloc(n);
+        void *q = cb_malloc(n);
         size_t old = malloc_usable_size(p);
         if (q)
             memcpy(q, p, old < n ? old : n);
@@ -261,12 +261,12 @@ void *realloc(void *p, size_t n)
     }
     if (!cb_in_gas((uintptr_t)p)) {
         if (!ours())
-            return __libc_realloc(p, n);
+            return cb_realloc(p, n);
         void *q = heap_alloc(n, 0, NULL); /* a private block becomes shared */
         if (q) {
             size_t old = REAL(malloc_usable_size)(p);
             memcpy(q, p, old < n ? old : n);
-            __libc_free(p);
+            cb_free(p);
         }
         return q;
     }
@@ -311,7 +311,7 @@ void *realloc(void *p, size_t n)
 int posix_memalign(void **out, size_t align, size_t n)
 {
     if (!ours())
-        return (*out = __libc_memalign(align, n)) ? 0 : ENOMEM;
+        return (*out = cb_memalign(align, n)) ? 0 : ENOMEM;
     if (align < sizeof(void *) || (align & (align - 1)))
         return EINVAL;
     void *p = heap_alloc(n, align, NULL);
@@ -324,7 +324,7 @@ int posix_memalign(void **out, size_t align, size_t n)
 void *aligned_alloc(size_t align, size_t n)
 {
     if (!ours())
-        return __libc_memalign(align, n);
+        return cb_memalign(align, n);
     void *p = NULL;
     int rc = posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n);
     if (rc)

@@ -65,13 +65,13 @@ static int change(int op, int64_t arg, const char *s1, const char *s2, int64_t *
         /* private copies: the kernel reads a path, which may be on a
          * shared page this node does not hold (loads here fault as the
          * program's) */
-        char *c1 = s1 ? __libc_malloc(strlen(s1) + 1) : NULL, *c2 = s2 ? __libc_malloc(strlen(s2) + 1) : NULL;
+        char *c1 = s1 ? cb_malloc(strlen(s1) + 1) : NULL, *c2 = s2 ? cb_malloc(strlen(s2) + 1) : NULL;
         if ((s1 && !c1) || (s2 && !c2))
             rc = ENOMEM;
         else
             rc = cb_proc_change(op, arg, s1 ? strcpy(c1, s1) : NULL, s2 ? strcpy(c2, s2) : NULL, old);
-        __libc_free(c1);
-        __libc_free(c2);
+        cb_free(c1);
+        cb_free(c2);
     }
     return rc ? (errno = rc, -1) : 0;
 }
@@ -238,13 +238,13 @@ int putenv(char *string)
     if (!eq)
         return change(CB_PROC_UNSETENV, 0, string, NULL, NULL);
     size_t n = (size_t)(eq - string);
-    char *name = __libc_malloc(n + 1);
+    char *name = cb_malloc(n + 1);
     if (!name)
         return errno = ENOMEM, -1;
     memcpy(name, string, n);
     name[n] = 0;
     int rc = change(CB_PROC_SETENV, 1, name, eq + 1, NULL);
-    __libc_free(name);
+    cb_free(name);
     return rc;
 }
 
@@ -407,13 +407,13 @@ static bool dl_resolve(const char *file, void *caller, char *out, size_t outlen)
     if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm ||
         libc_dl()->dlinfo(lm, RTLD_DI_SERINFOSIZE, &size))
         return false;
-    Dl_serinfo *si = __libc_malloc(size.dls_size);
+    Dl_serinfo *si = cb_malloc(size.dls_size);
     bool found = false;
     if (si && !libc_dl()->dlinfo(lm, RTLD_DI_SERINFOSIZE, si) && !libc_dl()->dlinfo(lm, RTLD_DI_SERINFO, si))
         for (unsigned i = 0; i < si->dls_cnt && !found; i++)
             found = (size_t)snprintf(out, outlen, "%s/%s", si->dls_serpath[i].dls_name, file) < outlen &&
                     !access(out, R_OK);
-    __libc_free(si);
+    cb_free(si);
     return found;
 }
 
@@ -422,14 +422,14 @@ __attribute__((visibility("hidden"))) void *shim_dlopen_shared(const char *file,
 {
     char path[PATH_MAX], err[CB_DLERROR_LEN] = "";
     /* in private memory: the kernel reads the path */
-    char *f = __libc_malloc(PATH_MAX);
+    char *f = cb_malloc(PATH_MAX);
     if (!f)
         return errno = ENOMEM, NULL;
     snprintf(f, PATH_MAX, "%s", strchr(file, '/') || !dl_resolve(file, caller, path, sizeof path) ? file : path);
     int64_t h = 0;
     int rc = cb.self == 0 ? cb_proc_change(CB_PROC_DLOPEN, flags, f, err, &h)
                           : shim_rs_dlopen(f, flags, err, sizeof err, &h);
-    __libc_free(f);
+    cb_free(f);
     if (!rc)
         return (void *)(uintptr_t)h;
     snprintf(dl_error, sizeof dl_error, "%s", err[0] ? err : "cables: the library could not be loaded");
@@ -701,7 +701,7 @@ static pid_t fork_with(bool program_handlers)
         for (uintptr_t a = cb.alias[i].lo; a < cb.alias[i].hi; a += cb.ps)
             (void)*(volatile const char *)a;
     size_t rsize = 256 << 10;
-    char *rstack = __libc_malloc(rsize);
+    char *rstack = cb_malloc(rsize);
     if (!rstack)
         return errno = ENOMEM, -1;
     /* the program's handlers: prepare ones last registered first */
@@ -710,7 +710,7 @@ static pid_t fork_with(bool program_handlers)
     uint32_t nh = 0;
     if (t) {
         cables_lock(shim_program_lock());
-        if (t->n && (h = __libc_malloc(t->n * sizeof *h)))
+        if (t->n && (h = cb_malloc(t->n * sizeof *h)))
             memcpy(h, t->tab, (nh = t->n) * sizeof *h);
         cables_unlock(shim_program_lock());
     }
@@ -741,13 +741,13 @@ static pid_t fork_with(bool program_handlers)
     else
         cb_mutex_unlock(&fk.mu);
     pthread_sigmask(SIG_SETMASK, &mask, NULL);
-    __libc_free(rstack);
+    cb_free(rstack);
     if (pid > 0 && cb.self != 0) /* waits for it are this node's (spawn.c) */
         shim_own_child(pid);
     for (uint32_t i = 0; pid > 0 && i < nh; i++) /* the child ran its own (fork_child) */
         if (h[i].parent)
             h[i].parent();
-    __libc_free(h);
+    cb_free(h);
     if (pid < 0)
         errno = err;
     return pid;
@@ -863,7 +863,7 @@ char **shim_private_copy(char *const v[], bool launchers)
     size_t len = ((size_t)n + 1) * sizeof(char *);
     for (int i = 0; i < n; i++)
         len += launchers && cb_launcher_var(v[i]) ? 0 : strlen(v[i]) + 1;
-    char **c = __libc_malloc(len);
+    char **c = cb_malloc(len);
     if (!c)
         return NULL;
     char *p = (char *)(c + n + 1);
@@ -903,7 +903,7 @@ int shim_exec_strings(const char *strings, size_t len, int nargs, int nenv, bool
     int ne = nenv > 0 ? nenv : 0;
     if (nargs < 0 || !len || strings[len - 1] || (size_t)nargs + (size_t)ne >= len)
         return EINVAL;
-    char **v = __libc_malloc(((size_t)nargs + (size_t)ne + 2) * sizeof *v);
+    char **v = cb_malloc(((size_t)nargs + (size_t)ne + 2) * sizeof *v);
     if (!v)
         return ENOMEM;
     const char *p = strings, *end = strings + len;
@@ -919,7 +919,7 @@ int shim_exec_strings(const char *strings, size_t len, int nargs, int nenv, bool
     v[nargs] = NULL;
     v[nargs + 1 + ne] = NULL;
     int err = p != end ? EINVAL : exec_here(file, v, nenv >= 0 ? v + nargs + 1 : environ, search);
-    __libc_free(v);
+    cb_free(v);
     return err;
 }
 
@@ -935,13 +935,13 @@ static int exec_any(const char *file, char *const argv[], char *const envp[], bo
     bool own = envp == PROCESS_ENV;
     int nargs = shim_count(argv), nenv = own ? 0 : shim_count(envp);
     size_t len = strlen(file) + 1 + shim_strings_len(argv, nargs) + shim_strings_len(envp, nenv);
-    char *buf = __libc_malloc(len);
+    char *buf = cb_malloc(len);
     if (!buf)
         return errno = ENOMEM, -1;
     shim_strings_put(shim_strings_put(stpcpy(buf, file) + 1, argv, nargs), envp, nenv);
     shim_rs_exec(buf, len, nargs, own ? -1 : nenv, search); /* returns only on failure */
     int err = errno;
-    __libc_free(buf);
+    cb_free(buf);
     return errno = err, -1;
 }
 

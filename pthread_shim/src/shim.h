@@ -151,7 +151,7 @@ bool shim_is_own_child(pid_t pid); /* spawn.c: a child of this node's fork */
 /* the program's malloc (heap.c), for what the program frees */
 void *shim_malloc(size_t n) __asm__("malloc");
 /* process.c: the strings of a NULL-ended vector; a private copy of one
- * (one block of libc's: __libc_free it), less the strings starting with
+ * (one block of libc's: cb_free it), less the strings starting with
  * one of skip's prefixes; NULL where out of memory */
 int shim_count(char *const v[]);
 char **shim_private_copy(char *const v[], bool launchers); /* launchers: less cb_launcher_var's */

@@ -152,7 +152,7 @@ static int spawn_at_master(pid_t *pid, const char *file, const posix_spawn_file_
     for (int i = 0; i < nacts; i++)
         if (path_of(&g[i]))
             len += strlen(path_of(&g[i])) + 1;
-    char *buf = __libc_malloc(len);
+    char *buf = cb_malloc(len);
     if (!buf)
         return ENOMEM;
     memcpy(buf, &q, sizeof q);
@@ -168,7 +168,7 @@ static int spawn_at_master(pid_t *pid, const char *file, const posix_spawn_file_
     long rc = shim_rs_path(SHIM_RS_SPAWN, P(buf), (int64_t)len, P(&got), 0, 0, 0, 0, len, 2,
                            sizeof got, 0);
     int err = rc < 0 ? errno : 0;
-    __libc_free(buf);
+    cb_free(buf);
     if (!err)
         shim_set_add(&spawned, (void *)(intptr_t)got);
     if (!err && pid)
@@ -194,7 +194,7 @@ long shim_spawn_exec(int64_t a[6], int *err)
         acts[i].has_path = acts[i].tag == DO_OPEN || acts[i].tag == DO_CHDIR;
         nstr += (int)acts[i].has_path;
     }
-    const char **s = __libc_malloc(((size_t)nstr + 2) * sizeof *s);
+    const char **s = cb_malloc(((size_t)nstr + 2) * sizeof *s);
     if (!s)
         return *err = ENOMEM, -1;
     int k = 0;
@@ -206,8 +206,8 @@ long shim_spawn_exec(int64_t a[6], int *err)
         goto out;
     }
     /* argv and the environment as vectors, NULL-ended */
-    char **argv = __libc_malloc(((size_t)q.nargs + 1) * sizeof *argv);
-    char **envp = __libc_malloc(((size_t)nenv + 1) * sizeof *envp);
+    char **argv = cb_malloc(((size_t)q.nargs + 1) * sizeof *argv);
+    char **envp = cb_malloc(((size_t)nenv + 1) * sizeof *envp);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     int e = !argv || !envp ? ENOMEM : posix_spawn_file_actions_init(&fa);
@@ -256,7 +256,7 @@ long shim_spawn_exec(int64_t a[6], int *err)
         if (!e)
             e = (q.search ? posix_spawnp : posix_spawn)(&pid, s[0], &fa, &at, argv, env);
         if (env != envp)
-            __libc_free(env);
+            cb_free(env);
         posix_spawnattr_destroy(&at);
         posix_spawn_file_actions_destroy(&fa);
         if (!e) {
@@ -266,12 +266,12 @@ long shim_spawn_exec(int64_t a[6], int *err)
     } else if (argv && envp) { /* the file actions made, not the attributes */
         posix_spawn_file_actions_destroy(&fa);
     }
-    __libc_free(argv);
-    __libc_free(envp);
+    cb_free(argv);
+    cb_free(envp);
     if (e)
         *err = e;
 out:
-    __libc_free(s);
+    cb_free(s);
     return r;
 }
 
