@@ -14,18 +14,29 @@ typedef struct {
     UT_hash_handle hh;
 } cv_t;
 
-static cv_t *conds; /* master, comm thread only */
+static cv_t *conds; /* master, comm thread only: the conditions with waiters */
 
 static cv_t *cv_get(uint64_t key)
 {
     cv_t *c;
     HASH_FIND(hh, conds, &key, sizeof key, c);
     if (!c) {
-        c = calloc(1, sizeof *c);
+        if (!(c = calloc(1, sizeof *c)))
+            cb_die("out of memory for a condition variable");
         c->key = key;
         HASH_ADD(hh, conds, key, sizeof key, c);
     }
     return c;
+}
+
+/* one without waiters is forgotten (a program that makes a condition per
+ * object, and signals it with no one waiting, grew the master's table) */
+static void cv_done(cv_t *c)
+{
+    if (!c->head) {
+        HASH_DEL(conds, c);
+        free(c);
+    }
 }
 
 /* a cancellation glibc would act on now (not disabled) */
@@ -87,6 +98,8 @@ void cb_on_cond_wait(const cb_msg_t *m)
 {
     cv_t *c = cv_get(m->a);
     cv_waiter_t *w = malloc(sizeof *w);
+    if (!w)
+        cb_die("out of memory for a condition variable's waiter");
     w->next = NULL;
     w->node = m->src;
     w->wake = m->b;
@@ -111,6 +124,7 @@ void cb_on_cond_signal(const cb_msg_t *m)
         if (!m->b)
             break;
     }
+    cv_done(c);
     cb_msg_t r = { .type = M_REPLY, .a = n };
     cb_reply(m, &r, NULL, 0, false);
 }
@@ -130,6 +144,7 @@ void cb_on_cond_cancel(const cb_msg_t *m)
             break;
         }
     }
+    cv_done(c);
     cb_msg_t r = { .type = M_REPLY, .a = found };
     cb_reply(m, &r, NULL, 0, false);
 }

@@ -388,8 +388,9 @@ uint32_t cb_claim(uint64_t p, uint32_t got)
     while (!cb_bit(cb.claim_gstart, first) && p - first < g)
         first--;
     uint32_t n = 1;
-    if (sweeping(p, first, NULL, NULL, cb.self) != SWEEP_NONE)
-        while (n < got && p + n < first + g && claimable(p + n))
+    if (sweeping(p, first, NULL, NULL, cb.self) != SWEEP_NONE) /* within its allocation */
+        while (n < got && p + n < first + g && !cb_bit(cb.claim_astart, p + n) &&
+               claimable(p + n))
             n++;
     /* against an acquire marking these pages meanwhile (it marks, then
      * reads claims_out; we count the claim, then read the marks), and

@@ -316,6 +316,8 @@ void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len)
 void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
 {
     uint32_t *v = malloc(sizeof(cb_vc_t));
+    if (!v)
+        cb_die("node %d: out of memory for a lock's grant", cb.self);
     cb_notices_merge(p, len, v);
     cb_known_update(m->src, v);
     cb_mutex_lock(&lk_mu);
