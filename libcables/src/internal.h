@@ -138,7 +138,9 @@ typedef struct {
     size_t stack_size;
     _Atomic bool detached;
     _Atomic int cancel;            /* a cancellation was asked */
-    bool cancel_off;               /* the thread disabled cancellation (its own state) */
+    bool cancel_off;               /* the thread disabled cancellation (its own state), or
+                                    * one acts already (it unwinds: shim_testcancel) */
+    _Atomic bool ending;           /* its function returned: glibc's handle is soon another's */
     cb_waiter_t *_Atomic waiting;  /* its cancellable runtime wait, if any */
 } cb_thr_t;
 extern __thread uint64_t cb_tid CB_TLS;   /* this thread's cluster id */

@@ -104,7 +104,13 @@ static void entry(void)
         __pthread_register_cancel(&ub);
         running->ret = running->fn(running->arg);
         __pthread_unregister_cancel(&ub);
+        /* a cancellation that comes now must not act in the end hook (a key
+         * destructor's close): it would unwind past the runtime's end */
+        int old;
+        ((int (*)(int, int *))cb_libc("pthread_setcancelstate"))(PTHREAD_CANCEL_DISABLE, &old);
     }
+    if (cb_thr)
+        cb_thr->cancel_off = true;
     if (cb.forked) /* the only thread of a child of fork ended: the child ends */
         exit(0);
     if (cb_thread_end_hook)

@@ -70,6 +70,7 @@ static void *trampoline(void *a)
     cb_psig_thread_start(); /* (with that mask, not the comm thread's) */
     atomic_fetch_add(&cb.app_threads, 1);
     void *ret = cb_run_on_gas_stack(st.fn, st.arg, st.stack, NULL);
+    atomic_store(&st.thr->ending, true); /* no cancellation reaches sys from now on */
     atomic_fetch_sub(&cb.app_threads, 1);
     cb_psig_thread_end();
     cb_release();
@@ -437,7 +438,9 @@ void cb_on_cancel(const cb_msg_t *m)
 {
     th_t *t;
     HASH_FIND(hh, threads, &m->a, sizeof m->a, t);
-    if (!t || t->done) {
+    if (!t || t->done || atomic_load(&t->thr->ending)) {
+        /* (an ended thread's glibc handle may be a new thread's: its exit
+         * message waits behind this one) */
         reply_rc(m, t ? 0 : ESRCH);
         return;
     }

@@ -30,8 +30,16 @@ int64_t shim_deadline(clockid_t c, const struct timespec *abs)
     return left <= 0 ? (int64_t)mono : (int64_t)(mono + (uint64_t)left);
 }
 
+/* A runtime wait stopped for a cancellation: glibc acts on it here (the
+ * thread unwinds), or it acts already (this is a cleanup handler's or a
+ * destructor's wait in the unwinding thread) or glibc's state is off.
+ * Either way the runtime's waits stop for it no longer: a cleanup handler
+ * that joins a worker waits for it, as natively (before, every such wait
+ * returned at once).  The caller retries what it was doing. */
 void shim_testcancel(void)
 {
+    if (cb_thr)
+        cb_thr->cancel_off = true;
     pthread_testcancel(); /* glibc's: unwinds the thread if cancellation is enabled */
 }
 
@@ -319,8 +327,10 @@ static int rw_rdlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
             s->readers++;
     }
     unguard(l);
-    if (rc == ECANCELED)
+    if (rc == ECANCELED) {
         shim_testcancel();
+        return rw_rdlock(l, try, deadline);
+    }
     return rc;
 }
 
@@ -344,8 +354,10 @@ static int rw_wrlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
         }
     }
     unguard(l);
-    if (rc == ECANCELED)
+    if (rc == ECANCELED) {
         shim_testcancel();
+        return rw_wrlock(l, try, deadline);
+    }
     return rc;
 }
 
@@ -462,8 +474,10 @@ static int sem_take(sem_t *sem, bool try, uint64_t deadline)
     if (!rc)
         s->value--;
     unguard(sem);
-    if (rc == ECANCELED)
+    if (rc == ECANCELED) {
         shim_testcancel();
+        return sem_take(sem, try, deadline);
+    }
     if (rc) {
         errno = rc;
         return -1;

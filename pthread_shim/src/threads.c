@@ -31,14 +31,13 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 }
 
 /* joins are cancellation points: a join that a cancellation stopped is
- * withdrawn (cb_thread_join_until), then the cancellation acts */
+ * withdrawn (cb_thread_join_until), then the cancellation acts, or, where
+ * one acts already (a cleanup handler's join), the join waits on */
 static int join_until(pthread_t t, void **ret, uint64_t deadline_ns)
 {
-    int rc = cb_thread_join_until(t & ~TID_TAG, ret, deadline_ns);
-    if (rc == ECANCELED) {
-        shim_testcancel(); /* unwinds */
-        rc = EINTR;        /* not reached: the wait stops only for an enabled cancellation */
-    }
+    int rc;
+    while ((rc = cb_thread_join_until(t & ~TID_TAG, ret, deadline_ns)) == ECANCELED)
+        shim_testcancel(); /* unwinds, or the next wait is not stopped */
     return rc;
 }
 

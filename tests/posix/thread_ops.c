@@ -13,7 +13,10 @@
  * once a second one ended), pthread_timedjoin_np (ETIMEDOUT, then the
  * worker's value once it ends), pthread_clockjoin_np; and a join is a
  * cancellation point: a thread cancelled while it joins another ends
- * PTHREAD_CANCELED, and the other can still be joined.
+ * PTHREAD_CANCELED, and the other can still be joined; and a cleanup
+ * handler of a cancelled thread that joins a helper waits for it (under
+ * libcables, once a cancellation had acted every runtime wait of the
+ * thread returned at once: the join gave EINTR, the helper unjoined).
  * RESULT ok=1 checks=N (check.h) */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -113,6 +116,43 @@ static void *joiner(void *arg)
     gate_set(&joining, 1);
     pthread_join(blocker, NULL); /* cancelled here */
     CHECK("j_not_cancelled", 0);
+    return NULL;
+}
+
+static struct gate cleaning = GATE_INITIALIZER, to_helper = GATE_INITIALIZER,
+                   to_blocker2 = GATE_INITIALIZER;
+static pthread_t helper, blocker2;
+static int cleanup_rc = -1;
+static void *cleanup_value;
+
+static void *helper_fn(void *arg)
+{
+    (void)arg;
+    CHECK("h_gate", gate_wait(&to_helper, 1));
+    return (void *)(uintptr_t)0x4e1f;
+}
+
+static void *blocked2(void *arg)
+{
+    (void)arg;
+    CHECK("b2_gate", gate_wait(&to_blocker2, 1));
+    return NULL;
+}
+
+static void cleanup_join(void *arg)
+{
+    (void)arg;
+    cleanup_rc = pthread_join(helper, &cleanup_value);
+}
+
+static void *cleaner(void *arg)
+{
+    (void)arg;
+    pthread_cleanup_push(cleanup_join, NULL);
+    gate_set(&cleaning, 1);
+    pthread_join(blocker2, NULL); /* cancelled here */
+    CHECK("c_not_cancelled", 0);
+    pthread_cleanup_pop(0);
     return NULL;
 }
 
@@ -233,5 +273,22 @@ int main(void)
     gate_set(&to_blocker, 1);
     CHECK_ERR("join_blocker", pthread_join(blocker, &ret), 0);
     CHECK_EQ("blocker_value", (uintptr_t)ret, 0xb10c);
+
+    /* a cancelled thread's cleanup handler joins a helper: it waits */
+    pthread_t c;
+    CHECK_ERR("create_helper", pthread_create(&helper, NULL, helper_fn, NULL), 0);
+    CHECK_ERR("create_blocker2", pthread_create(&blocker2, NULL, blocked2, NULL), 0);
+    CHECK_ERR("create_cleaner", pthread_create(&c, NULL, cleaner, NULL), 0);
+    CHECK("cleaning", gate_wait(&cleaning, 1));
+    usleep(50000);
+    CHECK_ERR("cancel_cleaner", pthread_cancel(c), 0);
+    usleep(100000); /* its cleanup handler joins the helper meanwhile */
+    gate_set(&to_helper, 1);
+    CHECK_ERR("join_cleaner", pthread_join(c, &ret), 0);
+    CHECK("cleaner_cancelled", ret == PTHREAD_CANCELED);
+    CHECK_ERR("cleanup_join_rc", cleanup_rc, 0);
+    CHECK_EQ("cleanup_join_value", (uintptr_t)cleanup_value, 0x4e1f);
+    gate_set(&to_blocker2, 1);
+    CHECK_ERR("join_blocker2", pthread_join(blocker2, NULL), 0);
     return check_finish();
 }
