@@ -590,8 +590,10 @@ void cb_on_thread_op(const cb_msg_t *m, const void *p, size_t len);
  * bytes of the caller's: RSYS_IN ones are sent, RSYS_OUT ones written back
  * (all of them; RSYS_UPTO_RES: as many as the result times the unit in
  * the flags' upper 16 bits (0: bytes), if not -1; RSYS_STRING: up to a
- * NUL), and buf[i].len is then what came back. */
-enum { RSYS_IN = 1, RSYS_OUT = 2, RSYS_UPTO_RES = 4, RSYS_STRING = 8 };
+ * NUL; RSYS_UPTO_LEN: as many as the socklen_t of buffer i + 1 says after
+ * the call, an address and its length), and buf[i].len is then what came
+ * back. */
+enum { RSYS_IN = 1, RSYS_OUT = 2, RSYS_UPTO_RES = 4, RSYS_STRING = 8, RSYS_UPTO_LEN = 16 };
 #define RSYS_UNIT(n) ((uint32_t)(n) << 16)
 #define CB_RSYS_BUFS 4
 #define CB_RSYS_LIB 0x10000

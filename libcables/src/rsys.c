@@ -322,6 +322,11 @@ static void run(job_t *j)
                 else if (r.buf[i].flags & RSYS_STRING) {
                     size_t s = strnlen(b[i], n);
                     n = s < n ? s + 1 : n;
+                } else if (r.buf[i].flags & RSYS_UPTO_LEN && i + 1 < r.nbuf &&
+                           r.buf[i + 1].len >= sizeof(socklen_t)) {
+                    socklen_t l; /* the address's length: the kernel wrote no more */
+                    memcpy(&l, b[i + 1], sizeof l);
+                    n = l < n ? l : n;
                 }
             }
             lens[i] = n;

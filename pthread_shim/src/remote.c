@@ -185,6 +185,16 @@ ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, bool positioned, of
     return r;
 }
 
+/* The room for an address the kernel writes: what the caller gives, up to
+ * the largest address there is (an unset length asked gigabytes of the
+ * master); written back only as long as the address (RSYS_UPTO_LEN: a
+ * length too large for the caller's buffer overran it where the kernel
+ * writes the address alone) */
+static size_t addr_room(socklen_t len)
+{
+    return len < sizeof(struct sockaddr_storage) ? len : sizeof(struct sockaddr_storage);
+}
+
 ssize_t shim_rs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
                          socklen_t *len)
 {
@@ -193,7 +203,7 @@ ssize_t shim_rs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr
     cb_rsys_t r = rq(SYS_recvfrom, fd, P(buf), (int64_t)n, flags, P(from), P(len));
     with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, n);
     if (from && len)
-        with(&r, 4, RSYS_OUT, *len);
+        with(&r, 4, RSYS_OUT | RSYS_UPTO_LEN, addr_room(*len));
     with(&r, 5, RSYS_IN | RSYS_OUT, sizeof *len);
     return cb_rsys(&r);
 }
@@ -287,7 +297,7 @@ int shim_rs_addr(long nr, int fd, struct sockaddr *addr, socklen_t *len, int fla
 {
     cb_rsys_t r = rq(nr, fd, P(addr), P(len), flags, 0, 0);
     if (addr && len)
-        with(&r, 1, RSYS_OUT, *len);
+        with(&r, 1, RSYS_OUT | RSYS_UPTO_LEN, addr_room(*len));
     with(&r, 2, RSYS_IN | RSYS_OUT, sizeof *len);
     return (int)cb_rsys(&r);
 }
