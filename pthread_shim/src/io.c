@@ -143,9 +143,12 @@ static bool iov_ours(const struct iovec *v, int n)
     return false;
 }
 
-/* the kernel reads the array and stores into (write) or loads from the buffers */
+/* the kernel reads the array and stores into (write) or loads from the
+ * buffers (those too long to be there are left to its EFAULT) */
 static void iov_present(const struct iovec *v, int n, bool write)
 {
+    if (n > 0 && shim_iov_total(v, n) == SIZE_MAX)
+        return;
     present(v, (size_t)n * sizeof *v, false);
     for (int i = 0; i < n; i++)
         present(v[i].iov_base, v[i].iov_len, write);

@@ -130,18 +130,14 @@ ssize_t shim_rs_send(int fd, const void *buf, size_t n, int flags)
 }
 
 /* vectors: gathered into one buffer, or read into one and scattered */
-static size_t iov_total(const struct iovec *v, int n)
-{
-    size_t t = 0;
-    for (int i = 0; i < n; i++)
-        t += v[i].iov_len;
-    return t;
-}
-
 static void *gather(const struct iovec *v, int n, size_t *len)
 {
-    size_t t = iov_total(v, n), at = 0;
+    size_t t = shim_iov_total(v, n), at = 0;
+    if (t == SIZE_MAX)
+        return errno = EFAULT, NULL;
     char *b = malloc(t ? t : 1); /* libc's (internal.h) */
+    if (!b)
+        errno = ENOMEM;
     for (int i = 0; b && i < n; at += v[i].iov_len, i++)
         memcpy(b + at, v[i].iov_base, v[i].iov_len);
     *len = t;
@@ -161,7 +157,9 @@ ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, bool positioned, off
 {
     if (n < 0 || n > IOV_MAX)
         return errno = EINVAL, -1;
-    size_t t = iov_total(v, n);
+    size_t t = shim_iov_total(v, n);
+    if (t == SIZE_MAX)
+        return errno = EFAULT, -1;
     char *b = malloc(t ? t : 1);
     if (!b)
         return errno = ENOMEM, -1;
@@ -179,7 +177,7 @@ ssize_t shim_rs_writev(int fd, const struct iovec *v, int n, bool positioned, of
     size_t t;
     char *b = gather(v, n, &t);
     if (!b)
-        return errno = ENOMEM, -1;
+        return -1;
     ssize_t r = positioned ? shim_rs_pwrite(fd, b, t, off) : shim_rs_write(fd, b, t);
     free(b);
     return r;
@@ -225,7 +223,9 @@ ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags)
 {
     if (m->msg_iovlen > IOV_MAX)
         return errno = EMSGSIZE, -1;
-    size_t t = iov_total(m->msg_iov, (int)m->msg_iovlen);
+    size_t t = shim_iov_total(m->msg_iov, (int)m->msg_iovlen);
+    if (t == SIZE_MAX)
+        return errno = EFAULT, -1;
     char *b = malloc(t ? t : 1);
     if (!b)
         return errno = ENOMEM, -1;
@@ -251,7 +251,7 @@ ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags)
     size_t t;
     char *b = gather(m->msg_iov, (int)m->msg_iovlen, &t);
     if (!b)
-        return errno = ENOMEM, -1;
+        return -1;
     ssize_t r = shim_rs_sendto(fd, b, t, flags, m->msg_name, m->msg_namelen);
     free(b);
     return r;

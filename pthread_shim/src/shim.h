@@ -8,9 +8,11 @@
 #define CABLES_SHIM_H
 
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "../../libcables/src/internal.h"
@@ -78,6 +80,21 @@ bool shim_mask_enter(const sigset_t *mask, sigset_t *was);
         stmt;                                                                \
         cb_app_thread = app_;                                                \
     } while (0)
+
+/* The total length of n buffers, or SIZE_MAX past SSIZE_MAX: buffers that
+ * cannot all be there, EFAULT as the kernel says (before, a total that
+ * wrapped read 0 bytes remotely, as at the end of a file, and locally the
+ * shim touched the GAS to its end and the node died) */
+static inline size_t shim_iov_total(const struct iovec *v, int n)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++) {
+        if (v[i].iov_len > (size_t)SSIZE_MAX - t)
+            return SIZE_MAX;
+        t += v[i].iov_len;
+    }
+    return t;
+}
 
 /* heap.c: a big block, a GAS range of its own: n bytes (cap: as many as it
  * may grow to in place) aligned to align, after a header page (size,

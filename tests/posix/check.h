@@ -71,6 +71,7 @@ static CHECK_UNUSED const char *check_errname(long long e)
     case ENOMEM: return "ENOMEM";
     case EBUSY: return "EBUSY";
     case EINVAL: return "EINVAL";
+    case EFAULT: return "EFAULT";
     case EDEADLK: return "EDEADLK";
     case ENOTSUP: return "ENOTSUP";
     case ETIMEDOUT: return "ETIMEDOUT";

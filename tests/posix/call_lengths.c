@@ -1,4 +1,5 @@
-/* sock_addr: the addresses getsockname, getpeername, accept and recvfrom
+/* call_lengths: lengths the caller gives to calls made on descriptors.
+ * The addresses getsockname, getpeername, accept and recvfrom
  * store are as long as the kernel makes them, not as long as the room the
  * caller gave.  A thread (on 2 nodes it runs on the other node, and its
  * descriptors' calls are made at the master) passes 128 bytes of room
@@ -7,12 +8,18 @@
  * stream socket's recvfrom stores no address, and a named socket's accept
  * stores its peer's family alone; every byte past the stored length must
  * still be 0xAA.  Under libcables the master's answer was written back
- * whole: 128 bytes into a 16-byte struct.
+ * whole: 128 bytes into a 16-byte struct.  And a readv or writev whose
+ * lengths add up past SSIZE_MAX fails with EFAULT, as natively (under
+ * libcables the total wrapped: the readv returned 0, as at the end of a
+ * file, and the writev crashed the node).
  * RESULT ok=1 checks=N (check.h) */
+#include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -52,6 +59,14 @@ static void *worker(void *arg)
     len = sizeof r.b;
     CHECK_EQ("recvfrom", recvfrom(sv[0], data, 5, MSG_WAITALL, (struct sockaddr *)&r, &len), 5);
     CHECK("recvfrom_rest", untouched_from(&r, len));
+    char one[2];
+    struct iovec huge[3] = { { one, SSIZE_MAX }, { one, SSIZE_MAX }, { one, 2 } };
+    errno = 0;
+    CHECK_EQ("readv_past_ssize_max", readv(sv[0], huge, 3), -1);
+    CHECK_ERR("readv_efault", errno, EFAULT);
+    errno = 0;
+    CHECK_EQ("writev_past_ssize_max", writev(sv[1], huge, 3), -1);
+    CHECK_ERR("writev_efault", errno, EFAULT);
     close(sv[0]);
     close(sv[1]);
 
