@@ -73,6 +73,11 @@ static void *trampoline(void *a)
     atomic_store(&st.thr->ending, true); /* no cancellation reaches sys from now on */
     atomic_fetch_sub(&cb.app_threads, 1);
     cb_psig_thread_end();
+    /* the program's signals held off for good (none is sent here now):
+     * glibc's end of the thread frees its malloc cache (blocks the
+     * communication thread allocated) into their arena with its lock, past
+     * cb_free (sys.c) */
+    cb_signals_hold_enter();
     cb_release();
     cb_app_thread = false;
     cb_msg_t m = { .type = M_THREAD_EXIT, .a = st.tid, .b = (uintptr_t)ret };
@@ -241,6 +246,8 @@ void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
         cb_die("node %d: malformed thread start (%zu bytes) from node %d", cb.self, len, m->src);
     }
     th_start_t *st = malloc(sizeof *st);
+    if (!st)
+        cb_die("node %d: out of memory starting a thread", cb.self);
     memcpy(&st->mask, p, sizeof st->mask);
     cb_notices_merge((const uint8_t *)p + sizeof st->mask, len - sizeof st->mask, st->vc);
     cb_known_update(m->src, st->vc);
@@ -250,6 +257,8 @@ void cb_on_spawn(const cb_msg_t *m, const void *p, size_t len)
     st->stack = (size_t)(m->d & ~(1ull << 63));
     st->thr = calloc(1, sizeof *st->thr);
     th_t *t = calloc(1, sizeof *t);
+    if (!st->thr || !t)
+        cb_die("node %d: out of memory starting a thread", cb.self);
     t->tid = m->a;
     t->detached = m->d >> 63;
     t->thr = st->thr;
