@@ -47,6 +47,13 @@ static bool cancelled(void)
 
 int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
 {
+    return cb_cond_wait_held(ckey, lkey, kind, deadline, false);
+}
+
+/* held: the caller holds the program's signals off while it holds lkey
+ * (cb_signals_hold_enter): let in while it waits without it */
+int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, bool held)
+{
     if (cancelled())
         return ECANCELED;
     cb_waiter_t *wake = cb_waiter_new();
@@ -54,6 +61,8 @@ int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
     cb_rpc(0, &m, NULL); /* registered before the unlock */
     uint32_t depth = cb_lock_depth(lkey, 1);
     cb_lock_give(lkey, cb_tid, kind);
+    if (held)
+        cb_signals_hold_leave();
     int rc = 0;
     while (!cb_waiter_wait_cancellable(wake, deadline)) {
         bool cancel = cancelled();
@@ -67,6 +76,8 @@ int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
         break;
     }
     cb_waiter_free(wake);
+    if (held)
+        cb_signals_hold_enter();
     cb_lock_take(lkey, cb_tid, kind, UINT64_MAX);
     cb_lock_depth(lkey, depth);
     return rc;

@@ -540,6 +540,7 @@ void cb_lock_set_kind(uint64_t key, int kind);
 /* cond.c: wait on condition ckey releasing lock lkey; 0, ETIMEDOUT, or
  * ECANCELED (the thread was cancelled; the lock is held again) */
 int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline);
+int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, bool held);
 int cb_cond_wake(uint64_t ckey, bool all); /* how many were woken */
 /* barrier.c: 1 for one thread of each round (PTHREAD_BARRIER_SERIAL_THREAD) */
 int cb_barrier_wait(cables_barrier_t *b);

@@ -276,12 +276,27 @@ int pthread_spin_unlock(pthread_spinlock_t *s)
 }
 
 /* ---- objects with their state inside: guard, wait, wake ---- */
-static void guard(const void *o) { cb_lock_take((uintptr_t)o, cb_tid, CB_LK_NORMAL, UINT64_MAX); }
-static void unguard(const void *o) { cb_lock_give((uintptr_t)o, cb_tid, CB_LK_NORMAL); }
+/* An object's state is guarded by the cluster lock of its address, held
+ * with the program's signals off: sem_post is async-signal-safe, and a
+ * handler that posted while its thread held the guard (inside sem_wait or
+ * sem_post) waited for its own thread (tests/posix/sem_handler.c).  They
+ * are let in while a wait_on waits, without the guard. */
+static void guard(const void *o)
+{
+    cb_signals_hold_enter();
+    cb_lock_take((uintptr_t)o, cb_tid, CB_LK_NORMAL, UINT64_MAX);
+}
+
+static void unguard(const void *o)
+{
+    cb_lock_give((uintptr_t)o, cb_tid, CB_LK_NORMAL);
+    cb_signals_hold_leave();
+}
+
 /* wait on condition key ck of object o, which is guarded */
 static int wait_on(const void *o, uint64_t ck, uint64_t deadline)
 {
-    return cb_cond_wait(ck, (uintptr_t)o, CB_LK_NORMAL, deadline);
+    return cb_cond_wait_held(ck, (uintptr_t)o, CB_LK_NORMAL, deadline, true);
 }
 
 /* ---- read-write locks (readers preferred, as glibc's default) ---- */
