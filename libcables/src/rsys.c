@@ -211,6 +211,7 @@ long cb_rsys(cb_rsys_t *r)
         static void (*testcancel)(void);
         if (!testcancel)
             testcancel = (void (*)(void))cb_libc("pthread_testcancel");
+        cb_thr->cancel_off = true; /* acting: its cleanup handlers' calls wait (shim_testcancel) */
         testcancel();
     }
     for (int sig = 1; sig < 64 && cb_app_thread; sig++) /* the call's own signals (raised_here) */

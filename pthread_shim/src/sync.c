@@ -24,6 +24,8 @@ int64_t shim_deadline(clockid_t c, const struct timespec *abs)
     int64_t s; /* seconds left, whole: far ones (tv_sec = LONG_MAX, "for ever") never come */
     if (__builtin_sub_overflow((int64_t)abs->tv_sec, (int64_t)now.tv_sec, &s))
         return abs->tv_sec < 0 ? (int64_t)mono : INT64_MAX;
+    if (s < 0) /* past (far past: its nanoseconds would overflow) */
+        return (int64_t)mono;
     if (s > (INT64_MAX - (int64_t)mono) / 1000000000LL - 2)
         return INT64_MAX;
     int64_t left = s * 1000000000LL + (abs->tv_nsec - now.tv_nsec);
