@@ -139,7 +139,7 @@ typedef struct {
     _Atomic bool detached;
     _Atomic int cancel;            /* a cancellation was asked */
     bool cancel_off;               /* the thread disabled cancellation (its own state), or
-                                    * one acts already (it unwinds: shim_testcancel) */
+                                    * one acts already (it unwinds: cb_cancel_act) */
     _Atomic bool ending;           /* its function returned: glibc's handle is soon another's */
     cb_waiter_t *_Atomic waiting;  /* its cancellable runtime wait, if any */
 } cb_thr_t;
@@ -549,6 +549,13 @@ int cb_thread_create(uint64_t *t, int node, void *(*fn)(void *), void *arg, size
                      bool detached);
 int cb_thread_detach(uint64_t t);
 int cb_thread_cancel(uint64_t t);
+/* A runtime wait of this thread stopped for its cancellation: glibc acts on
+ * it now (the thread unwinds), or one acts already (a cleanup handler's or a
+ * destructor's wait in the unwinding thread) or glibc's state is off.
+ * Either way the thread's runtime waits stop for it no longer: a cleanup
+ * handler that joins a worker waits for it, as natively.  The caller retries
+ * what it was doing. */
+void cb_cancel_act(void);
 void cb_thread_main_start(void);  /* the master's main thread becomes thread 0 */
 void cb_threads_wait_all(void);   /* master: until every other thread ended */
 /* the master's table of pthread keys: create (arg: destructor) returns the

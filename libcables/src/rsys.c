@@ -207,13 +207,8 @@ long cb_rsys(cb_rsys_t *r)
     /* cancelled (the cancellation's own signal may have ended the wait
      * first): acted on, which unwinds */
     if (how != 1 && res == -1 && err == EINTR && atomic_load(&cb_thr->cancel) &&
-        !cb_thr->cancel_off && r->op != SYS_flock) {
-        static void (*testcancel)(void);
-        if (!testcancel)
-            testcancel = (void (*)(void))cb_libc("pthread_testcancel");
-        cb_thr->cancel_off = true; /* acting: its cleanup handlers' calls wait (shim_testcancel) */
-        testcancel();
-    }
+        !cb_thr->cancel_off && r->op != SYS_flock)
+        cb_cancel_act();
     for (int sig = 1; sig < 64 && cb_app_thread; sig++) /* the call's own signals (raised_here) */
         if (raised >> (sig - 1) & 1)
             syscall(SYS_tgkill, cb_pid(), syscall(SYS_gettid), sig);

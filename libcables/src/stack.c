@@ -97,18 +97,17 @@ static void entry(void)
     if (__sigsetjmp_cancel(ub.__cancel_jmp_buf, 0)) {
         struct run *r = running; /* locals are gone after the jump */
         __pthread_unregister_cancel(&ub);
-        int old; /* it is ending: glibc's own call, not the shim's */
-        ((int (*)(int, int *))cb_libc("pthread_setcancelstate"))(PTHREAD_CANCEL_DISABLE, &old);
         r->ret = r->exited ? r->exit_value : PTHREAD_CANCELED;
     } else {
         __pthread_register_cancel(&ub);
         running->ret = running->fn(running->arg);
         __pthread_unregister_cancel(&ub);
-        /* a cancellation that comes now must not act in the end hook (a key
-         * destructor's close): it would unwind past the runtime's end */
-        int old;
-        ((int (*)(int, int *))cb_libc("pthread_setcancelstate"))(PTHREAD_CANCEL_DISABLE, &old);
     }
+    /* it is ending: a cancellation that comes now must not act in the end
+     * hook (a key destructor's close), it would unwind past the runtime's
+     * end (glibc's own call, not the shim's) */
+    int old;
+    ((int (*)(int, int *))cb_libc("pthread_setcancelstate"))(PTHREAD_CANCEL_DISABLE, &old);
     if (cb_thr)
         cb_thr->cancel_off = true;
     if (cb.forked) /* the only thread of a child of fork ended: the child ends */

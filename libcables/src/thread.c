@@ -463,6 +463,16 @@ void cb_on_cancel(const cb_msg_t *m)
     reply_rc(m, rc);
 }
 
+void cb_cancel_act(void)
+{
+    static void (*testcancel)(void);
+    if (!testcancel)
+        testcancel = (void (*)(void))cb_libc("pthread_testcancel");
+    if (cb_thr)
+        cb_thr->cancel_off = true;
+    testcancel(); /* glibc's: unwinds the thread if cancellation is enabled */
+}
+
 int cb_thread_cancel(uint64_t t)
 {
     int node = (int)(t >> 48);

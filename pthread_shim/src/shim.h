@@ -278,7 +278,6 @@ int shim_rs_vfscanf(FILE *f, const char *fmt, va_list ap,
 
 /* sync.c: a cancellation the runtime saw in a wait: act on it (glibc's
  * cancellation state is set; this unwinds when it is enabled) */
-void shim_testcancel(void);
 
 /* cputime.c: the CPU clock of a thread of another node (pthread_getcpuclockid) */
 int shim_remote_cpuclock_id(uint64_t tid, clockid_t *clk);

@@ -32,19 +32,6 @@ int64_t shim_deadline(clockid_t c, const struct timespec *abs)
     return left <= 0 ? (int64_t)mono : (int64_t)(mono + (uint64_t)left);
 }
 
-/* A runtime wait stopped for a cancellation: glibc acts on it here (the
- * thread unwinds), or it acts already (this is a cleanup handler's or a
- * destructor's wait in the unwinding thread) or glibc's state is off.
- * Either way the runtime's waits stop for it no longer: a cleanup handler
- * that joins a worker waits for it, as natively (before, every such wait
- * returned at once).  The caller retries what it was doing. */
-void shim_testcancel(void)
-{
-    if (cb_thr)
-        cb_thr->cancel_off = true;
-    pthread_testcancel(); /* glibc's: unwinds the thread if cancellation is enabled */
-}
-
 /* ---- mutexes ---- */
 static int kind_of(pthread_mutex_t *m)
 {
@@ -161,7 +148,7 @@ static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, uint64_t deadline)
     int kind = kind_of(m);
     int rc = cb_cond_wait((uintptr_t)c, (uintptr_t)m, kind, deadline);
     if (rc == ECANCELED) {
-        shim_testcancel();
+        cb_cancel_act();
         rc = 0;
     }
     return rc;
@@ -345,7 +332,7 @@ static int rw_rdlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
     }
     unguard(l);
     if (rc == ECANCELED) {
-        shim_testcancel();
+        cb_cancel_act();
         return rw_rdlock(l, try, deadline);
     }
     return rc;
@@ -372,7 +359,7 @@ static int rw_wrlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
     }
     unguard(l);
     if (rc == ECANCELED) {
-        shim_testcancel();
+        cb_cancel_act();
         return rw_wrlock(l, try, deadline);
     }
     return rc;
@@ -492,7 +479,7 @@ static int sem_take(sem_t *sem, bool try, uint64_t deadline)
         s->value--;
     unguard(sem);
     if (rc == ECANCELED) {
-        shim_testcancel();
+        cb_cancel_act();
         return sem_take(sem, try, deadline);
     }
     if (rc) {

@@ -37,7 +37,7 @@ static int join_until(pthread_t t, void **ret, uint64_t deadline_ns)
 {
     int rc;
     while ((rc = cb_thread_join_until(t & ~TID_TAG, ret, deadline_ns)) == ECANCELED)
-        shim_testcancel(); /* unwinds, or the next wait is not stopped */
+        cb_cancel_act(); /* unwinds, or the next wait is not stopped */
     return rc;
 }
 

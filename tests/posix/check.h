@@ -23,6 +23,8 @@
  *                                handler (sa_flags flags) for sig, and a
  *                                CLOCK_MONOTONIC timer (not armed) that
  *                                sends sig: 1, or 0 (checks failed)
+ *   check_timer_every(timer, us) arms timer to fire every us microseconds
+ *                                (us < 1000000), or disarms it (us 0)
  *   struct gate                  a stage number protected by a mutex and a
  *                                condition variable: gate_set(g, s) raises
  *                                it, gate_wait(g, s) waits (bounded) until
@@ -198,6 +200,12 @@ static CHECK_UNUSED int check_signal_timer(int sig, void (*handler)(int), int fl
     ev.sigev_notify = SIGEV_SIGNAL;
     ev.sigev_signo = sig;
     return CHECK_ERR("timer_create", timer_create(CLOCK_MONOTONIC, &ev, timer), 0);
+}
+
+static CHECK_UNUSED int check_timer_every(timer_t timer, long us)
+{
+    struct itimerspec its = { { 0, us * 1000 }, { 0, us * 1000 } };
+    return CHECK_ERR(us ? "timer_arm" : "timer_disarm", timer_settime(timer, 0, &its, NULL), 0);
 }
 
 struct gate {

@@ -66,8 +66,7 @@ int main(void)
     pthread_t t;
     if (!CHECK_ERR("create", pthread_create(&t, NULL, worker, NULL), 0))
         return check_finish();
-    struct itimerspec its = { { 0, 200000 }, { 0, 200000 } };
-    CHECK_ERR("timer_settime", timer_settime(timer, 0, &its, NULL), 0);
+    check_timer_every(timer, 200);
     for (bool ready = false; !ready;) {
         pthread_mutex_lock(&mu);
         ready = page != NULL;
@@ -81,8 +80,7 @@ int main(void)
         pthread_mutex_unlock(&mu);
         main_rounds++;
     }
-    struct itimerspec off = { { 0, 0 }, { 0, 0 } };
-    CHECK_ERR("timer_off", timer_settime(timer, 0, &off, NULL), 0);
+    check_timer_every(timer, 0);
     pthread_mutex_lock(&mu);
     stop = true;
     pthread_mutex_unlock(&mu);
