@@ -952,11 +952,13 @@ FREOPEN(freopen64)
 TMPFILE(tmpfile)
 TMPFILE(tmpfile64)
 
+/* popen's command runs at the master, with the caller's signal mask
+ * (spawn.c) */
 FILE *popen(const char *cmd, const char *mode)
 {
-    if (!shim_remote_fd(-1))
-        return REAL(popen)(cmd, mode);
-    cb_rsys_t r = rq(RS_POPEN, P(cmd), P(mode), 0, 0, 0, 0);
+    if (!shim_remote_fd(-1) || !cmd || !mode)
+        return shim_popen_here(cmd, mode, shim_mask_bits());
+    cb_rsys_t r = rq(RS_POPEN, P(cmd), P(mode), shim_mask_bits(), 0, 0, 0);
     with_path(&r, 0);
     with_path(&r, 1);
     return (FILE *)(uintptr_t)cb_rsys(&r);
@@ -968,13 +970,13 @@ int system(const char *cmd)
 {
     if (!shim_remote_fd(-1) || !cmd)
         return REAL(system)(cmd);
-    return (int)shim_rs_path(RS_SYSTEM, P(cmd), 0, 0, 0, 0, 1, -1, 0, -1, 0, 0);
+    return (int)shim_rs_path(RS_SYSTEM, P(cmd), shim_mask_bits(), 0, 0, 0, 1, -1, 0, -1, 0, 0);
 }
 
 int pclose(FILE *f)
 {
     if (!shim_remote_file(f))
-        return REAL(pclose)(f);
+        return shim_pclose_here(f);
     return (int)rs_file(RS_PCLOSE, f, 0, 0);
 }
 
@@ -1288,8 +1290,9 @@ int shim_rs_sigaction(int sig, const struct sigaction *act)
  * variables, each with its NUL) in one buffer; returns only on failure */
 int shim_rs_exec(const char *strings, size_t len, int nargs, int nenv, bool search)
 {
-    return (int)shim_rs_path(RS_EXEC, P(strings), (int64_t)len, nargs, nenv, search, 0, 0, len, -1,
-                             0, 0);
+    cb_rsys_t r = rq(RS_EXEC, P(strings), (int64_t)len, nargs, nenv, search, shim_mask_bits());
+    with(&r, 0, RSYS_IN, len);
+    return (int)cb_rsys(&r);
 }
 
 void cb_exit_at_master(int status)
@@ -1318,15 +1321,6 @@ static bool stream_here(FILE *f)
     return found;
 }
 
-/* a command run here gets the signal mask of the program's threads, not
- * the proxy's (every signal blocked) */
-static void program_mask(sigset_t *saved)
-{
-    sigset_t none;
-    sigemptyset(&none);
-    pthread_sigmask(SIG_SETMASK, &none, saved);
-}
-
 /* calls on the file system libc makes inside itself (the descriptor-making
  * ones, statvfs, system's command): r, and *err where r is -1 */
 static long lib_exec_fs(int64_t op, int64_t a[6], int *err)
@@ -1334,12 +1328,9 @@ static long lib_exec_fs(int64_t op, int64_t a[6], int *err)
     char *s = (char *)(uintptr_t)a[0];
     long r = -1;
     errno = 0;
-    if (op == RS_SYSTEM) {
-        sigset_t mask;
-        program_mask(&mask);
-        r = system(s);
-        pthread_sigmask(SIG_SETMASK, &mask, NULL);
-    } else if (op == RS_TEMP && a[1] == TEMP_FD)
+    if (op == RS_SYSTEM)
+        r = shim_system_here(s, a[1]);
+    else if (op == RS_TEMP && a[1] == TEMP_FD)
         r = mkostemps(s, (int)a[2], (int)a[3]);
     else if (op == RS_TEMP && a[1] == TEMP_DIR)
         r = mkdtemp(s) ? 0 : -1;
@@ -1363,11 +1354,13 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
     FILE *f = op == RS_FREOPEN ? file_of(a[2]) : file_of(a[0]);
     bool opens = op == RS_FOPEN || op == RS_FDOPEN || op == RS_TMPFILE || op == RS_POPEN;
     if (op == RS_EXEC) { /* a proxy replaces the process's image, for the program's thread */
-        sigset_t mask;
-        program_mask(&mask);
+        sigset_t mask, own; /* the new image's: the caller's (SIGSEGV: the fault path's) */
+        shim_mask_of(a[5], &mask);
+        sigdelset(&mask, SIGSEGV);
+        pthread_sigmask(SIG_SETMASK, &mask, &own);
         *err = shim_exec_strings((const char *)(uintptr_t)a[0], (size_t)a[1], (int)a[2], (int)a[3],
                                  a[4] != 0);
-        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+        pthread_sigmask(SIG_SETMASK, &own, NULL);
         return -1;
     }
     if (op == RS_EXIT) { /* a proxy ends the process, as the program's thread */
@@ -1413,14 +1406,8 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         r = P(freopen64((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1], file_of(a[2])));
         break;
     case RS_TMPFILE: r = P(tmpfile64()); break;
-    case RS_POPEN: {
-        sigset_t mask;
-        program_mask(&mask);
-        r = P(popen((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1]));
-        pthread_sigmask(SIG_SETMASK, &mask, NULL);
-        break;
-    }
-    case RS_PCLOSE: r = pclose(f); break;
+    case RS_POPEN: r = P(shim_popen_here((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1], a[2])); break;
+    case RS_PCLOSE: r = shim_pclose_here(f); break;
     case RS_FCLOSE: r = fclose(f); break;
     case RS_FFLUSH: r = fflush(f); break;
     case RS_FWRITE: r = (long)fwrite((const void *)(uintptr_t)a[1], 1, (size_t)a[2], f); break;

@@ -163,6 +163,14 @@ long shim_dir_exec(int64_t op, int64_t a[6], int *err);
 /* posix_spawn at the master (spawn.c), made by cb_rsys_lib */
 enum { SHIM_RS_SPAWN = CB_RSYS_LIB + 0x200 };
 long shim_spawn_exec(int64_t a[6], int *err);
+/* system's and popen's commands, spawned here with mask (shim_mask_bits'
+ * form) as their signal mask; pclose of any stream (spawn.c) */
+int shim_system_here(const char *cmd, int64_t mask);
+FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask);
+int shim_pclose_here(FILE *f);
+/* the calling thread's signal mask, signals 1-64 (bit s - 1): for a request */
+int64_t shim_mask_bits(void);
+void shim_mask_of(int64_t bits, sigset_t *set);
 void shim_own_child(pid_t pid); /* this node's fork made child pid */
 bool shim_is_own_child(pid_t pid); /* spawn.c: a child of this node's fork */
 /* the program's malloc (heap.c), for what the program frees */

@@ -19,6 +19,7 @@
  * actions made by glibc itself, and where it differs the spawn stays at
  * the calling node, as before, with a message. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -273,6 +274,161 @@ long shim_spawn_exec(int64_t a[6], int *err)
 out:
     cb_free(s);
     return r;
+}
+
+/* ---- commands: system's and popen's ---- */
+
+/* A command (system's, popen's) is /bin/sh -c spawned where the process's
+ * descriptors are, with the calling thread's signal mask given to the
+ * spawn, as the caller's own fork would have it.  At the master, for
+ * another node's thread, a proxy spawns it and keeps its own mask (every
+ * signal sent to the process blocked).  Before, glibc's system and popen
+ * ran there with the proxy's mask emptied for the while: a signal sent to
+ * the process (one every program thread blocks, for the thread that
+ * sigwaits for it) could land on the proxy, run the program's handler on a
+ * runtime thread or end the process, and the command ran with no signal
+ * blocked, whatever its caller blocked.  (glibc's system also ignores
+ * SIGINT and SIGQUIT in the process while it waits: a command run for
+ * another node's thread does not.)
+ *
+ * popen's streams are all made here, none by glibc's popen, so that a
+ * command closes the pipes of the others, as POSIX asks, and pclose,
+ * made at the master for any node's thread, finds its child. */
+
+int64_t shim_mask_bits(void)
+{
+    sigset_t m;
+    int64_t bits;
+    pthread_sigmask(SIG_BLOCK, NULL, &m); /* the program's view (cb_sigmask) */
+    memcpy(&bits, &m, sizeof bits);
+    return bits;
+}
+
+void shim_mask_of(int64_t bits, sigset_t *set)
+{
+    sigemptyset(set);
+    memcpy(set, &bits, sizeof bits);
+}
+
+struct piped {
+    struct piped *next;
+    FILE *f;
+    int fd;
+    pid_t pid;
+};
+static struct piped *piped; /* (piped_mu) */
+static cb_mutex_t piped_mu = CB_MUTEX_INIT;
+
+static int spawn_sh(pid_t *pid, const char *cmd, int64_t mask, const posix_spawn_file_actions_t *fa)
+{
+    /* private copies: the child runs in this memory until its exec, and
+     * must not fault on the shared memory */
+    size_t n = strlen(cmd) + 1;
+    char *c = cb_malloc(n);
+    char **env = shim_private_copy(environ, false);
+    posix_spawnattr_t at;
+    int e = !c || !env ? ENOMEM : posix_spawnattr_init(&at);
+    if (!e) {
+        memcpy(c, cmd, n);
+        char *argv[] = { "sh", "-c", c, NULL };
+        sigset_t m;
+        shim_mask_of(mask, &m);
+        e = posix_spawnattr_setsigmask(&at, &m);
+        if (!e)
+            e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+        if (!e)
+            e = REAL(posix_spawn)(pid, "/bin/sh", fa, &at, argv, env);
+        posix_spawnattr_destroy(&at);
+    }
+    cb_free(c);
+    cb_free(env);
+    return e;
+}
+
+static int wait_command(pid_t pid)
+{
+    int st;
+    pid_t w;
+    while ((w = REAL(waitpid)(pid, &st, 0)) == -1 && errno == EINTR)
+        ;
+    return w == pid ? st : -1;
+}
+
+int shim_system_here(const char *cmd, int64_t mask)
+{
+    pid_t pid;
+    int e = spawn_sh(&pid, cmd, mask, NULL);
+    return e ? (errno = e, -1) : wait_command(pid);
+}
+
+FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask)
+{
+    bool rd = false, wr = false, cloexec = false, bad = !cmd || !mode;
+    for (const char *m = mode; !bad && *m; m++) {
+        rd |= *m == 'r';
+        wr |= *m == 'w';
+        cloexec |= *m == 'e';
+        bad = !strchr("rwe", *m);
+    }
+    if (bad || rd == wr)
+        return errno = EINVAL, NULL;
+    struct piped *p = cb_malloc(sizeof *p);
+    int fds[2];
+    if (!p || REAL(pipe2)(fds, O_CLOEXEC)) {
+        if (!p)
+            errno = ENOMEM;
+        cb_free(p);
+        return NULL;
+    }
+    int mine = fds[!rd], its = fds[rd], std = rd ? 1 : 0;
+    FILE *f = REAL(fdopen)(mine, rd ? "r" : "w");
+    posix_spawn_file_actions_t fa;
+    int e = !f ? errno : posix_spawn_file_actions_init(&fa);
+    if (!e) {
+        cb_mutex_lock(&piped_mu); /* no stream closed while its pipe is named */
+        e = posix_spawn_file_actions_adddup2(&fa, its, std); /* (its close-on-exec cleared) */
+        for (struct piped *q = piped; q && !e; q = q->next)
+            if (q->fd != std) /* (that one the dup2 closed) */
+                e = posix_spawn_file_actions_addclose(&fa, q->fd);
+        pid_t pid = 0;
+        if (!e)
+            e = spawn_sh(&pid, cmd, mask, &fa);
+        if (!e) {
+            *p = (struct piped){ .next = piped, .f = f, .fd = mine, .pid = pid };
+            piped = p;
+        }
+        cb_mutex_unlock(&piped_mu);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    syscall(SYS_close, its);
+    if (e) {
+        if (f)
+            REAL(fclose)(f);
+        else
+            syscall(SYS_close, mine);
+        cb_free(p);
+        return errno = e, NULL;
+    }
+    if (!cloexec) /* as glibc's: a later child of the program's has it */
+        syscall(SYS_fcntl, mine, F_SETFD, 0);
+    return f;
+}
+
+int shim_pclose_here(FILE *f)
+{
+    cb_mutex_lock(&piped_mu);
+    struct piped **pp = &piped, *p;
+    while ((p = *pp) && p->f != f)
+        pp = &p->next;
+    if (p)
+        *pp = p->next;
+    cb_mutex_unlock(&piped_mu);
+    if (!p) /* no popen's stream: glibc's pclose (an fclose) */
+        return REAL(pclose)(f);
+    pid_t pid = p->pid;
+    cb_free(p);
+    fclose(f); /* the shim's: its pending output present first */
+    return wait_command(pid);
 }
 
 /* ---- the calls ---- */
