@@ -39,8 +39,9 @@
  * off the master).  A call that waits (interruptible()) is interrupted as
  * above; when it has ended the signal is queued again (its siginfo kept)
  * and let in, and a call a handler with SA_RESTART interrupted is then
- * made again, as the kernel restarts its own.  A call made whole is
- * waited for GRACE_NS first, then the signal is let in while it goes on
+ * made again, as the kernel restarts its own (a system call; a stream's
+ * call then goes on as one made whole: stdio would lose what it read).  A
+ * call made whole is waited for GRACE_NS first, then the signal is let in while it goes on
  * (a long one: a pclose, a watchdog's handler).  Before, a jump out of a
  * read left the read running at the master, and the bytes it read went
  * nowhere. */
@@ -102,6 +103,13 @@ static void pend_again(const siginfo_t *si)
     syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si->si_signo, si);
 }
 
+/* sig's handler has SA_RESTART: an interrupted call goes on */
+static bool restarts(int sig)
+{
+    struct sigaction sa;
+    return cb_sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART);
+}
+
 long cb_rsys(cb_rsys_t *r)
 {
     int saved = errno; /* a call that succeeds leaves it (the wait may not) */
@@ -139,6 +147,14 @@ long cb_rsys(cb_rsys_t *r)
     } else {
         how = cb_waiter_wait_held(w, &take, &si, intr);
         took = how == -2;
+        /* a stream's call (stdio's, made by libc at the master) whose
+         * handler has SA_RESTART goes on, as where stdio's read or write
+         * is restarted by the kernel: interrupted, stdio takes the EINTR,
+         * and what it read already (a part of fgets' line) or the error
+         * it keeps is lost to the call made again.  Before, a thread of
+         * another node reading lines from a pipe missed parts of them. */
+        if (took && intr && r->op >= CB_RSYS_LIB && restarts(si.si_signo))
+            intr = false;
         /* a call made whole that a signal found waiting: its handler waits
          * for the call's end a while (a file's is quick), then runs
          * meanwhile, as it did before the signals were held (a watchdog's
@@ -170,9 +186,8 @@ long cb_rsys(cb_rsys_t *r)
     int err = (int)w->value2;
     /* a signal taken from the wait, its handler with SA_RESTART: the call
      * interrupted before it did anything is made again once it ran */
-    struct sigaction sa;
     bool again = took && intr && restart && res == -1 && err == EINTR && w->value3 == 0 &&
-                 cb_sigaction(si.si_signo, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART);
+                 restarts(si.si_signo);
     /* the answer: the length of each buffer's bytes, then the bytes */
     const uint8_t *p = w->data;
     size_t left = w->len, need = (size_t)r->nbuf * sizeof(uint64_t);
