@@ -63,7 +63,7 @@ enum {
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
     RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC, RS_REALPATH, RS_TEMP, RS_SHM_OPEN, RS_SHM_UNLINK,
-    RS_STATVFS, RS_SYSTEM, RS_EXEC,
+    RS_STATVFS, RS_SYSTEM, RS_EXEC, RS_SENDMSG, RS_RECVMSG,
 };
 
 #define rq shim_rq
@@ -206,19 +206,65 @@ ssize_t shim_rs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr
     return cb_rsys(&r);
 }
 
+/* A message (sendmsg, recvmsg) is made at the master by recvmsg or
+ * sendmsg there, from one buffer of its bytes, with its address and its
+ * ancillary data (a descriptor passed is one of the master's, which the
+ * process's descriptors are); rs_msg carries the lengths there and what
+ * the kernel said back.  Before, the ancillary data was refused
+ * (EOPNOTSUPP) or dropped, msg_flags always read 0 (no MSG_TRUNC), and a
+ * message of more than CHUNK bytes on a stream socket failed with
+ * EMSGSIZE: it goes in pieces of CHUNK bytes now (the ancillary data with
+ * the first), on while each piece is whole, as a stream's send does. */
+struct rs_msg {
+    uint64_t len, controllen;
+    uint32_t namelen;
+    int32_t flags, msg_flags, pad;
+};
+
+#define CONTROL_MAX (1u << 20) /* far above the kernel's (optmem_max) */
+
+static ssize_t send_pieces(int fd, const char *b, size_t t, const void *name, socklen_t namelen,
+                           const void *control, size_t controllen, int flags)
+{
+    if (namelen > sizeof(struct sockaddr_storage))
+        return errno = EINVAL, -1;
+    if (controllen > CONTROL_MAX)
+        return errno = ENOBUFS, -1;
+    if (t > CHUNK) { /* a datagram is sent whole or not at all */
+        int type = 0;
+        socklen_t tl = sizeof type;
+        if (shim_rs_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_STREAM)
+            return errno = EMSGSIZE, -1;
+    }
+    size_t done = 0;
+    do {
+        size_t k = t - done < CHUNK ? t - done : CHUNK;
+        bool first = done == 0;
+        struct rs_msg h = { .len = k, .controllen = first && control ? controllen : 0,
+                            .namelen = name ? namelen : 0, .flags = flags };
+        cb_rsys_t r = rq(RS_SENDMSG, fd, P(b + done), P(name), h.controllen ? P(control) : 0,
+                         0, P(&h));
+        with(&r, 1, RSYS_IN, k);
+        with(&r, 2, RSYS_IN, h.namelen);
+        with(&r, 3, RSYS_IN, h.controllen);
+        with(&r, 5, RSYS_IN, sizeof h);
+        r.waits = true;
+        long x = cb_rsys(&r);
+        if (x < 0)
+            return done ? (ssize_t)done : -1;
+        done += (size_t)x;
+        if ((size_t)x < k)
+            break;
+    } while (done < t);
+    return (ssize_t)done;
+}
+
 ssize_t shim_rs_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
                        socklen_t len)
 {
-    if (n > CHUNK)
-        return errno = EMSGSIZE, -1;
-    cb_rsys_t r = rq(SYS_sendto, fd, P(buf), (int64_t)n, flags, P(to), len);
-    with(&r, 1, RSYS_IN, n);
-    with(&r, 4, RSYS_IN, len);
-    return cb_rsys(&r);
+    return send_pieces(fd, buf, n, to, len, NULL, 0, flags);
 }
 
-/* messages without ancillary data (descriptors passed in them would be
- * the master's already) */
 ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags)
 {
     if (m->msg_iovlen > IOV_MAX)
@@ -226,34 +272,86 @@ ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags)
     size_t t = shim_iov_total(m->msg_iov, (int)m->msg_iovlen);
     if (t == SIZE_MAX)
         return errno = EFAULT, -1;
-    char *b = malloc(t ? t : 1);
-    if (!b)
-        return errno = ENOMEM, -1;
-    socklen_t nl = m->msg_name ? m->msg_namelen : 0;
-    ssize_t r = shim_rs_recvfrom(fd, b, t, flags, m->msg_name, m->msg_name ? &nl : NULL);
-    if (r >= 0) {
-        scatter(m->msg_iov, (int)m->msg_iovlen, b, (size_t)r);
-        if (m->msg_name)
-            m->msg_namelen = nl;
-        m->msg_controllen = 0;
-        m->msg_flags = 0;
+    if (t > CHUNK)
+        t = CHUNK; /* a datagram is taken whole, once */
+    struct rs_msg h = { .len = t, .flags = flags,
+                        .namelen = m->msg_name ? (uint32_t)addr_room(m->msg_namelen) : 0,
+                        .controllen = !m->msg_control ? 0
+                                      : m->msg_controllen < CONTROL_MAX ? m->msg_controllen
+                                                                        : CONTROL_MAX };
+    /* private: what the kernel wrote, copied into the program's as long as it is */
+    char *b = malloc(t ? t : 1), *name = malloc(h.namelen + 1), *control = malloc(h.controllen + 1);
+    ssize_t res = -1;
+    if (!b || !name || !control) {
+        errno = ENOMEM;
+        goto out;
     }
+    socklen_t room = h.namelen;
+    cb_rsys_t r = rq(RS_RECVMSG, fd, P(b), h.namelen ? P(name) : 0, h.controllen ? P(control) : 0,
+                     0, P(&h));
+    with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, t);
+    with(&r, 2, RSYS_OUT, h.namelen);
+    with(&r, 3, RSYS_OUT, h.controllen);
+    with(&r, 5, RSYS_IN | RSYS_OUT, sizeof h);
+    r.waits = true;
+    res = cb_rsys(&r);
+    if (res < 0)
+        goto out;
+    scatter(m->msg_iov, (int)m->msg_iovlen, b, (size_t)res < t ? (size_t)res : t);
+    if (m->msg_name) {
+        memcpy(m->msg_name, name, h.namelen < room ? h.namelen : room);
+        m->msg_namelen = h.namelen; /* the address's: more than the room where it was cut */
+    }
+    if (m->msg_control)
+        memcpy(m->msg_control, control, h.controllen);
+    m->msg_controllen = m->msg_control ? h.controllen : 0;
+    m->msg_flags = h.msg_flags;
+out:
     free(b);
-    return r;
+    free(name);
+    free(control);
+    return res;
 }
 
 ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags)
 {
-    if (m->msg_controllen)
-        return errno = EOPNOTSUPP, -1;
     if (m->msg_iovlen > IOV_MAX)
         return errno = EMSGSIZE, -1;
+    /* descriptors passed are the master's: not this node's own (a local
+     * one's number names another descriptor there) */
+    if (m->msg_control && m->msg_controllen >= sizeof(struct cmsghdr))
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr *)m, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                for (const int *fd = (const int *)(void *)CMSG_DATA(c);
+                     (const char *)(fd + 1) <= (const char *)c + c->cmsg_len; fd++)
+                    if (shim_local_fd(*fd) || shim_std_own(*fd))
+                        return errno = EOPNOTSUPP, -1;
     size_t t;
     char *b = gather(m->msg_iov, (int)m->msg_iovlen, &t);
     if (!b)
         return -1;
-    ssize_t r = shim_rs_sendto(fd, b, t, flags, m->msg_name, m->msg_namelen);
+    ssize_t r = send_pieces(fd, b, t, m->msg_name, m->msg_namelen, m->msg_control,
+                            m->msg_controllen, flags);
     free(b);
+    return r;
+}
+
+/* at the master: a message's call (send_pieces, shim_rs_recvmsg) */
+static long msg_exec(int64_t op, int64_t a[6], int *err)
+{
+    struct rs_msg *h = (struct rs_msg *)(uintptr_t)a[5];
+    if (!h)
+        return *err = EINVAL, -1;
+    struct iovec v = { (void *)(uintptr_t)a[1], h->len };
+    struct msghdr m = { .msg_name = (void *)(uintptr_t)a[2], .msg_namelen = h->namelen,
+                        .msg_iov = &v, .msg_iovlen = 1,
+                        .msg_control = (void *)(uintptr_t)a[3], .msg_controllen = h->controllen };
+    long r = syscall(op == RS_SENDMSG ? SYS_sendmsg : SYS_recvmsg, (int)a[0], &m, h->flags);
+    if (r == -1)
+        return *err = errno, -1;
+    h->namelen = m.msg_namelen;
+    h->controllen = m.msg_control ? m.msg_controllen : 0;
+    h->msg_flags = m.msg_flags;
     return r;
 }
 
@@ -1390,6 +1488,8 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
                                                                                 : (*err = errno, -1);
     if (op >= RS_TEMP && op <= RS_SYSTEM)
         return lib_exec_fs(op, a, err);
+    if (op == RS_SENDMSG || op == RS_RECVMSG)
+        return msg_exec(op, a, err);
     if (op == RS_ON_EXIT)
         return REAL(on_exit)((void (*)(int, void *))(uintptr_t)a[0], (void *)(uintptr_t)a[1])
                    ? (*err = ENOMEM, -1) : 0;
