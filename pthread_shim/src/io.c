@@ -1840,13 +1840,19 @@ int fflush(FILE *f)
     return LIBC(fflush)(f);
 }
 
+int shim_fclose_stream(FILE *f)
+{
+    shim_rs_forget(f);
+    file_out(f);
+    return LIBC(fclose)(f);
+}
+
 int fclose(FILE *f)
 {
     if (shim_remote_file(f))
         return shim_rs_fclose(f);
-    shim_rs_forget(f);
-    file_out(f);
-    return LIBC(fclose)(f);
+    int st = shim_pclose_here(f); /* popen's: as glibc's, a pclose */
+    return st != -2 ? st : shim_fclose_stream(f);
 }
 
 /* a seek flushes, and may read the block it lands in */

@@ -1073,9 +1073,10 @@ int system(const char *cmd)
 
 int pclose(FILE *f)
 {
-    if (!shim_remote_file(f))
-        return shim_pclose_here(f);
-    return (int)rs_file(RS_PCLOSE, f, 0, 0);
+    if (shim_remote_file(f))
+        return (int)rs_file(RS_PCLOSE, f, 0, 0);
+    int st = shim_pclose_here(f);
+    return st != -2 ? st : REAL(pclose)(f); /* no popen's stream: glibc's (an fclose) */
 }
 
 int shim_rs_fclose(FILE *f) { return (int)rs_file(RS_FCLOSE, f, 0, 0); }
@@ -1507,7 +1508,7 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         break;
     case RS_TMPFILE: r = P(tmpfile64()); break;
     case RS_POPEN: r = P(shim_popen_here((const char *)(uintptr_t)a[0], (const char *)(uintptr_t)a[1], a[2])); break;
-    case RS_PCLOSE: r = shim_pclose_here(f); break;
+    case RS_PCLOSE: r = pclose(f); break;
     case RS_FCLOSE: r = fclose(f); break;
     case RS_FFLUSH: r = fflush(f); break;
     case RS_FWRITE: r = (long)fwrite((const void *)(uintptr_t)a[1], 1, (size_t)a[2], f); break;

@@ -167,7 +167,8 @@ long shim_spawn_exec(int64_t a[6], int *err);
  * form) as their signal mask; pclose of any stream (spawn.c) */
 int shim_system_here(const char *cmd, int64_t mask);
 FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask);
-int shim_pclose_here(FILE *f);
+int shim_pclose_here(FILE *f); /* -2: not popen's */
+int shim_fclose_stream(FILE *f); /* io.c: fclose of a stream here */
 /* the calling thread's signal mask, signals 1-64 (bit s - 1): for a request */
 int64_t shim_mask_bits(void);
 void shim_mask_of(int64_t bits, sigset_t *set);

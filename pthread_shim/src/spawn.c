@@ -317,6 +317,7 @@ struct piped {
     pid_t pid;
 };
 static struct piped *piped; /* (piped_mu) */
+static _Atomic int npiped;   /* its entries: fclose looks only where there are */
 static cb_mutex_t piped_mu = CB_MUTEX_INIT;
 
 static int spawn_sh(pid_t *pid, const char *cmd, int64_t mask, const posix_spawn_file_actions_t *fa)
@@ -345,11 +346,13 @@ static int spawn_sh(pid_t *pid, const char *cmd, int64_t mask, const posix_spawn
     return e;
 }
 
+/* no cancellation point (glibc's pclose waits with cancellation off):
+ * the child is reaped */
 static int wait_command(pid_t pid)
 {
     int st;
-    pid_t w;
-    while ((w = REAL(waitpid)(pid, &st, 0)) == -1 && errno == EINTR)
+    long w;
+    while ((w = syscall(SYS_wait4, pid, &st, 0, NULL)) == -1 && errno == EINTR)
         ;
     return w == pid ? st : -1;
 }
@@ -358,7 +361,8 @@ int shim_system_here(const char *cmd, int64_t mask)
 {
     pid_t pid;
     int e = spawn_sh(&pid, cmd, mask, NULL);
-    return e ? (errno = e, -1) : wait_command(pid);
+    /* as glibc's: a shell that could not start ended with 127 */
+    return e ? (errno = e, W_EXITCODE(127, 0)) : wait_command(pid);
 }
 
 FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask)
@@ -396,6 +400,7 @@ FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask)
         if (!e) {
             *p = (struct piped){ .next = piped, .f = f, .fd = mine, .pid = pid };
             piped = p;
+            npiped++;
         }
         cb_mutex_unlock(&piped_mu);
         posix_spawn_file_actions_destroy(&fa);
@@ -414,20 +419,26 @@ FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask)
     return f;
 }
 
+/* pclose, and fclose of popen's stream (glibc's is a pclose too): its
+ * status, once its child ended; -2 where f is no stream of popen's */
 int shim_pclose_here(FILE *f)
 {
+    if (!atomic_load(&npiped))
+        return -2;
     cb_mutex_lock(&piped_mu);
     struct piped **pp = &piped, *p;
     while ((p = *pp) && p->f != f)
         pp = &p->next;
-    if (p)
+    if (p) {
         *pp = p->next;
+        npiped--;
+    }
     cb_mutex_unlock(&piped_mu);
-    if (!p) /* no popen's stream: glibc's pclose (an fclose) */
-        return REAL(pclose)(f);
+    if (!p)
+        return -2;
     pid_t pid = p->pid;
     cb_free(p);
-    fclose(f); /* the shim's: its pending output present first */
+    shim_fclose_stream(f);
     return wait_command(pid);
 }
 

@@ -33,6 +33,63 @@ static void run_popen(const char *who, const char *cmd, const char *want)
     CHECK_EQ(name, exit_status(pclose(p)), 0);
 }
 
+/* fclose of popen's stream is its pclose (glibc's): the status, and no
+ * child left; a shell that cannot start (an argument too long for exec)
+ * is a status of 127 */
+static void closes_and_failures(const char *who)
+{
+    char name[64];
+    FILE *p = popen("exit 3", "r");
+    snprintf(name, sizeof name, "%s_fclose_status", who);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-dealloc" /* (fclose, not pclose: the point) */
+    CHECK_EQ(name, p ? exit_status(fclose(p)) : -1, 3);
+#pragma GCC diagnostic pop
+    snprintf(name, sizeof name, "%s_no_child_left", who);
+    CHECK(name, waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
+    size_t n = 200000;
+    char *cmd = malloc(n + 1);
+    if (!cmd)
+        return;
+    memset(cmd, ':', n);
+    cmd[n] = 0;
+    snprintf(name, sizeof name, "%s_system_no_shell", who);
+    CHECK_EQ(name, exit_status(system(cmd)), 127);
+    free(cmd);
+}
+
+/* a cancellation asked during pclose acts after it: the child is reaped
+ * and its status given (glibc waits with cancellation off) */
+static struct gate in_pclose = GATE_INITIALIZER;
+static volatile int cancelled_status = -1;
+
+static void *pclosing(void *arg)
+{
+    (void)arg;
+    FILE *p = popen("sleep 0.5; exit 4", "r");
+    gate_set(&in_pclose, 1);
+    if (p)
+        cancelled_status = pclose(p);
+    pthread_testcancel();
+    return NULL;
+}
+
+static void cancel_in_pclose(void)
+{
+    pthread_t t;
+    if (!CHECK_ERR("pclosing_create", pthread_create(&t, NULL, pclosing, NULL), 0))
+        return;
+    CHECK("pclosing_started", gate_wait(&in_pclose, 1));
+    struct timespec pause = { 0, 100000000 };
+    nanosleep(&pause, NULL);
+    CHECK_ERR("pclosing_cancel", pthread_cancel(t), 0);
+    void *ret = NULL;
+    CHECK_ERR("pclosing_join", pthread_join(t, &ret), 0);
+    CHECK("pclosing_cancelled", ret == PTHREAD_CANCELED);
+    CHECK_EQ("pclosing_status", exit_status(cancelled_status), 4);
+    CHECK("pclosing_no_child_left", waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
+}
+
 static void took_usr1(const char *name)
 {
     sigset_t usr1;
@@ -47,6 +104,7 @@ static void *thread(void *arg)
     (void)arg;
     run_popen("thread", "echo thread; exit 0", "thread\n");
     CHECK_EQ("thread_system_exit", exit_status(system("exit 5")), 5);
+    closes_and_failures("thread");
     for (int i = 0; i < ROUNDS; i++) { /* (each round could lose the process) */
         CHECK_EQ("thread_system_kill", exit_status(system("kill -USR1 $PPID")), 0);
         took_usr1("thread_took_usr1");
@@ -65,11 +123,13 @@ int main(void)
     CHECK_ERR("block", pthread_sigmask(SIG_BLOCK, &set, NULL), 0);
     run_popen("main", "echo main", "main\n");
     CHECK_EQ("main_system_exit", exit_status(system("exit 6")), 6);
+    closes_and_failures("main");
     FILE *bad = popen("true", "rw");
     CHECK("popen_rw_refused", bad == NULL && errno == EINVAL);
     pthread_t t;
     if (!CHECK_ERR("create", pthread_create(&t, NULL, thread, NULL), 0))
         return check_finish();
     CHECK_ERR("join", pthread_join(t, NULL), 0);
+    cancel_in_pclose();
     return check_finish();
 }
