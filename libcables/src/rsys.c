@@ -12,8 +12,13 @@
  * The proxies are a pool: a call takes one for as long as it runs, so a
  * call that blocks (a read of a pipe, an accept) holds one as it would hold
  * its own thread, and the calls of other threads go on.  A proxy is started
- * when a call finds none idle; it then waits for the next call (at most
- * PROXY_MAX are started; beyond them, calls queue).  Proxies block the
+ * when a call finds none idle; it then waits for the next call, and ends
+ * after PROXY_IDLE_NS idle while more than PROXY_KEEP others are idle.  At
+ * most PROXY_MAX run (beyond them, or where no thread can be started, calls
+ * queue, and a message says so once).  Before, at most 256 ran: a program
+ * whose threads of other nodes blocked more calls at once (a thread per
+ * connection) waited for ever where the call that would end them queued
+ * behind them.  Proxies block the
  * signals sent to the process (not theirs to take), not those a fault
  * raises: a stream of the master's may be in the shared memory, and its
  * page faults go to the fault path as anyone's.
@@ -48,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,7 +63,9 @@
 
 #include "internal.h"
 
-#define PROXY_MAX 256
+#define PROXY_MAX 4096
+#define PROXY_KEEP 16
+#define PROXY_IDLE_NS 30000000000ull
 #define GRACE_NS 50000000ull /* (cb_rsys) */
 enum { RSYS_CALL, RSYS_INTR }; /* M_RSYS a */
 
@@ -367,9 +375,15 @@ static void *proxy_main(void *arg)
             uint32_t seen = atomic_load(&jobs_seq);
             idle++;
             cb_mutex_unlock(&pool_mu);
-            cb_futex_wait(&jobs_seq, seen);
+            bool waited = cb_futex_wait_until(&jobs_seq, seen, cb_now_ns() + PROXY_IDLE_NS) == -1 &&
+                          errno == ETIMEDOUT;
             cb_mutex_lock(&pool_mu);
             idle--;
+            if (waited && !head && idle > PROXY_KEEP) { /* one of many idle for long: it ends */
+                started--;
+                cb_mutex_unlock(&pool_mu);
+                return NULL;
+            }
         }
         job_t *j = head;
         if (!(head = j->next))
@@ -481,23 +495,30 @@ void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len)
     queued++;
     /* idle counts proxies until they take a job: one woken may not have
      * taken its job yet, so a proxy is started when the jobs outnumber them */
-    bool start = queued > idle && started < PROXY_MAX;
+    bool start = queued > idle && started < PROXY_MAX, waits = queued > idle && !start;
     if (start)
         started++;
+    uint32_t busy = started - idle;
     atomic_fetch_add(&jobs_seq, 1);
     cb_mutex_unlock(&pool_mu);
-    if (start) {
-        pthread_t t;
-        int rc = cb_thread_start(&t, proxy_main, NULL, true);
-        if (rc) {
-            cb_mutex_lock(&pool_mu);
-            started--;
-            bool none = started == 0;
-            cb_mutex_unlock(&pool_mu);
-            if (none)
-                cb_die("cannot start a thread for the system calls of other nodes: %s",
-                       strerror(rc));
-        }
+    int rc = 0;
+    if (start && (rc = cb_thread_start(&(pthread_t){ 0 }, proxy_main, NULL, true))) {
+        cb_mutex_lock(&pool_mu);
+        started--;
+        busy = started - idle;
+        bool none = started == 0;
+        cb_mutex_unlock(&pool_mu);
+        if (none)
+            cb_die("cannot start a thread for the system calls of other nodes: %s", strerror(rc));
+    }
+    static bool said; /* (the communication thread's) */
+    if ((rc || waits) && !said) {
+        said = true;
+        fprintf(stderr,
+                "cables: node 0: %u calls of other nodes' threads run at the master at once (at "
+                "most %d%s%s); the next ones wait until one of them ends\n",
+                busy, PROXY_MAX, rc ? "; no thread could be started for more: " : "",
+                rc ? strerror(rc) : "");
     }
     syscall(SYS_futex, (uint32_t *)&jobs_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); /* one proxy */
 }

@@ -933,6 +933,25 @@ TEST_P(RemoteCallInterrupt, AsTheCallersOwn)
 
 INSTANTIATE_TEST_SUITE_P(Shim, RemoteCallInterrupt, ::testing::Values("shm", "tcp"));
 
+// 300 threads on node 1 block in reads of a master's pipe, then one more
+// writes what they wait for: the master runs more calls at once than the
+// 256 of its pool before (whose writer's call queued behind the readers':
+// the run waited for ever), and says once that calls wait where it has
+// no more proxies (not here: 4096).
+class ManyBlocked : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ManyBlocked, MoreCallsThanThreadsOfOldWaitAtTheMaster)
+{
+    auto res = mn::run_cables(2, GetParam(), mn::prog("many_blocked"), { "300" },
+                              { { "CABLES_STACK_SIZE", "256K" } }, {}, 120);
+    MN_EXPECT_RUN_OK(res, r);
+    EXPECT_EQ(r["ok"], "1") << res.describe();
+    EXPECT_EQ(r["got"], "300") << res.describe();
+    EXPECT_EQ(res.output.find("the next ones wait"), std::string::npos) << res.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shim, ManyBlocked, ::testing::Values("shm", "tcp"));
+
 // A child of fork on node 1 that reads shared data node 1 never held dies
 // of SIGSEGV (a known limit: the child has no runtime), and says why;
 // natively it reads the data and exits 0.
