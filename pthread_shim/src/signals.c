@@ -174,3 +174,109 @@ bool shim_mask_enter(const sigset_t *mask, sigset_t *was)
     cb_sigmask(SIG_SETMASK, mask, was); /* runs those handlers */
     return handled;
 }
+
+/* ---- the old interfaces (System V's and BSD's) ----
+ * glibc's make their sigaction and sigprocmask inside libc, past the
+ * shim's: a handler installed by sigset or ssignal stayed on its node (a
+ * thread of another node that got the signal met the default action),
+ * sigignore and siginterrupt likewise, and a mask set by sighold or
+ * sigblock went to the kernel as it was (SIGSEGV blocked there: the
+ * thread's next fault on a shared page killed the process; the signals
+ * sent to the process not followed, psig.c).  Here each is made of the
+ * shim's sigaction and sigprocmask, as glibc makes it of its own. */
+
+sighandler_t ssignal(int sig, sighandler_t h) { return signal(sig, h); }
+
+static int one_mask(int how, int sig, sigset_t *old)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    return sigaddset(&s, sig) < 0 ? -1 : sigprocmask(how, &s, old);
+}
+
+int sighold(int sig) { return one_mask(SIG_BLOCK, sig, NULL); }
+int sigrelse(int sig) { return one_mask(SIG_UNBLOCK, sig, NULL); }
+
+int sigignore(int sig)
+{
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_handler = SIG_IGN;
+    sigemptyset(&a.sa_mask);
+    return sigaction(sig, &a, NULL);
+}
+
+sighandler_t sigset(int sig, sighandler_t h)
+{
+    sigset_t old;
+    struct sigaction a, was;
+    if (h == SIG_HOLD) {
+        if (one_mask(SIG_BLOCK, sig, &old) || sigaction(sig, NULL, &was))
+            return SIG_ERR;
+        return sigismember(&old, sig) == 1 ? SIG_HOLD : was.sa_handler;
+    }
+    memset(&a, 0, sizeof a);
+    a.sa_handler = h;
+    sigemptyset(&a.sa_mask);
+    if (sigaction(sig, &a, &was) || one_mask(SIG_UNBLOCK, sig, &old))
+        return SIG_ERR;
+    return sigismember(&old, sig) == 1 ? SIG_HOLD : was.sa_handler;
+}
+
+int siginterrupt(int sig, int interrupt)
+{
+    struct sigaction a;
+    if (sigaction(sig, NULL, &a))
+        return -1;
+    if (interrupt)
+        a.sa_flags &= ~SA_RESTART;
+    else
+        a.sa_flags |= SA_RESTART;
+    return sigaction(sig, &a, NULL);
+}
+
+/* BSD's masks: signals 1-32 as the bits of an int */
+static void from_bits(int bits, sigset_t *s)
+{
+    sigemptyset(s);
+    for (int sig = 1; sig <= 32; sig++)
+        if ((unsigned)bits >> (sig - 1) & 1)
+            sigaddset(s, sig);
+}
+
+static int to_bits(const sigset_t *s)
+{
+    unsigned bits = 0;
+    for (int sig = 1; sig <= 32; sig++)
+        if (sigismember(s, sig) == 1)
+            bits |= 1u << (sig - 1);
+    return (int)bits;
+}
+
+static int bsd_mask(int how, int bits)
+{
+    sigset_t s, old;
+    from_bits(bits, &s);
+    return sigprocmask(how, &s, &old) ? -1 : to_bits(&old);
+}
+
+int sigblock(int bits) { return bsd_mask(SIG_BLOCK, bits); }
+int sigsetmask(int bits) { return bsd_mask(SIG_SETMASK, bits); }
+int siggetmask(void) { return bsd_mask(SIG_BLOCK, 0); }
+
+/* sigpause: is_sig, X/Open's (the mask less sig); else BSD's (bits) */
+int __sigpause(int sig_or_bits, int is_sig);
+int __sigpause(int sig_or_bits, int is_sig)
+{
+    sigset_t m;
+    if (!is_sig)
+        from_bits(sig_or_bits, &m);
+    else if (sigprocmask(SIG_BLOCK, NULL, &m) || sigdelset(&m, sig_or_bits) < 0)
+        return -1;
+    return sigsuspend(&m);
+}
+
+int __xpg_sigpause(int sig);
+int __xpg_sigpause(int sig) { return __sigpause(sig, 1); }
+int bsd_sigpause(int bits) __asm__("sigpause"); /* (<signal.h> names X/Open's so) */
+int bsd_sigpause(int bits) { return __sigpause(bits, 0); }
