@@ -23,7 +23,6 @@ typedef struct {
     uint32_t *acq;   /* vc for the next local taker: a grant that found no waiter */
     uint64_t owner;  /* the thread holding it (when held) */
     uint32_t depth;  /* recursive holds */
-    int kind;        /* as this node knows it, -1 unknown */
     int tail;        /* manager: the node its queue ends at (-1: never asked for) */
     uint64_t need;   /* the token leaves once cb_closed(need): its releases here noticed */
     bool grant_waits; /* granted to next_node, waiting for need (in waiting[]) */
@@ -46,7 +45,6 @@ static lk_t *lk_get(uint64_t key)
             cb_die("out of memory for a lock");
         s->key = key;
         s->next_node = -1;
-        s->kind = -1;
         s->tail = -1;
         HASH_ADD(hh, locks, key, sizeof key, s);
     }
@@ -256,21 +254,6 @@ uint32_t cb_lock_depth(uint64_t key, uint32_t depth)
     s->depth = depth;
     cb_mutex_unlock(&lk_mu);
     return old;
-}
-
-int cb_lock_kind(uint64_t key)
-{
-    cb_mutex_lock(&lk_mu);
-    int k = lk_get(key)->kind;
-    cb_mutex_unlock(&lk_mu);
-    return k;
-}
-
-void cb_lock_set_kind(uint64_t key, int kind)
-{
-    cb_mutex_lock(&lk_mu);
-    lk_get(key)->kind = kind;
-    cb_mutex_unlock(&lk_mu);
 }
 
 void cables_lock(cables_lock_t *l) { cb_lock_take((uintptr_t)l, 0, CB_LK_NORMAL, UINT64_MAX); }

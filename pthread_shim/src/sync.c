@@ -33,16 +33,15 @@ int64_t shim_deadline(clockid_t c, const struct timespec *abs)
 }
 
 /* ---- mutexes ---- */
+/* The kind is read where the program keeps it, at each call: a mutex
+ * initialised anew at an address (a block freed and allocated again) may
+ * be of another kind, which a node learns at its acquire, as any data.
+ * Before, each node kept the kind it saw first for good: a recursive
+ * mutex where a normal one had been deadlocked another node's relock. */
 static int kind_of(pthread_mutex_t *m)
 {
-    int k = cb_lock_kind((uintptr_t)m);
-    if (k < 0) {
-        k = m->__data.__kind & 3; /* glibc: normal 0, recursive 1, errorcheck 2, adaptive 3 */
-        if (k == 3)
-            k = CB_LK_NORMAL;
-        cb_lock_set_kind((uintptr_t)m, k);
-    }
-    return k;
+    int k = m->__data.__kind & 3; /* glibc: normal 0, recursive 1, errorcheck 2, adaptive 3 */
+    return k == 3 ? CB_LK_NORMAL : k;
 }
 
 int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
@@ -54,7 +53,6 @@ int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
         pthread_mutexattr_gettype(a, &type);
     memset(m, 0, sizeof *m);
     m->__data.__kind = type;
-    cb_lock_set_kind((uintptr_t)m, type == PTHREAD_MUTEX_ADAPTIVE_NP ? CB_LK_NORMAL : type);
     return 0;
 }
 
