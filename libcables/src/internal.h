@@ -603,11 +603,13 @@ enum { RSYS_IN = 1, RSYS_OUT = 2, RSYS_UPTO_RES = 4, RSYS_STRING = 8, RSYS_UPTO_
 #define RSYS_UNIT(n) ((uint32_t)(n) << 16)
 #define CB_RSYS_BUFS 4
 #define CB_RSYS_LIB 0x10000
+#define CB_RSYS_STDIO 2
 typedef struct {
     int64_t op;
     int64_t arg[6];
     uint32_t nbuf;
-    uint32_t waits; /* an operation of the shim's that may wait (a read of a stream): interruptible */
+    uint32_t waits; /* an operation of the shim's that may wait (a read of a stream): interruptible;
+                     * CB_RSYS_STDIO: a stream's read or write, which goes on after SA_RESTART */
     struct { uint32_t arg, flags; uint64_t len; } buf[CB_RSYS_BUFS];
 } cb_rsys_t;
 /* make the call at the master: its result, or -1 with errno set.  An

@@ -161,20 +161,24 @@ long cb_rsys(cb_rsys_t *r)
          * and what it read already (a part of fgets' line) or the error
          * it keeps is lost to the call made again.  Before, a thread of
          * another node reading lines from a pipe missed parts of them. */
-        if (took && intr && r->op >= CB_RSYS_LIB && restarts(si.si_signo))
-            intr = false;
-        /* a call made whole that a signal found waiting: its handler waits
-         * for the call's end a while (a file's is quick), then runs
-         * meanwhile, as it did before the signals were held (a watchdog's
-         * handler during a pclose, an fopen of a FIFO; one that leaves by
-         * siglongjmp then leaves this call's wait behind) */
-        if (took && !intr) {
+        bool goes_on = took && intr && r->waits == CB_RSYS_STDIO && restarts(si.si_signo);
+        /* a call made whole (or going on) that a signal found waiting: its
+         * handler waits for the call's end a while (a file's is quick),
+         * then runs meanwhile, as it did before the signals were held (a
+         * watchdog's handler during a pclose; one that leaves by siglongjmp
+         * then leaves this call's wait behind, and what a stream's call
+         * read goes nowhere); a stream's call still ends for a
+         * cancellation or a handler without SA_RESTART */
+        if (took && (!intr || goes_on)) {
             how = 1;
             if (!cb_waiter_wait_until(w, cb_now_ns() + GRACE_NS)) {
                 pend_again(&si);
                 took = held = false;
                 cb_app_signals_let(&was);
-                cb_waiter_wait(w);
+                if (goes_on)
+                    how = cb_waiter_wait_intr(w, true);
+                else
+                    cb_waiter_wait(w);
             }
         }
     }

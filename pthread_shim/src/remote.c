@@ -91,7 +91,7 @@ static ssize_t transfer(long nr, int64_t h, void *buf, size_t n, int64_t a3, boo
     do {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
         cb_rsys_t r = rq(nr, h, P((char *)buf + done), (int64_t)k, at ? a3 + (int64_t)done : a3, 0, 0);
-        r.waits = nr == RS_FREAD || nr == RS_FWRITE; /* a stream's read or write may wait */
+        r.waits = nr == RS_FREAD || nr == RS_FWRITE ? CB_RSYS_STDIO : 0; /* a stream's read or write may wait */
         with(&r, 1, out ? RSYS_OUT | RSYS_UPTO_RES : RSYS_IN, k);
         long x = cb_rsys(&r);
         if (x < 0)
@@ -144,12 +144,17 @@ static void *gather(const struct iovec *v, int n, size_t *len)
     return b;
 }
 
-static void scatter(const struct iovec *v, int n, const char *b, size_t len)
+/* len bytes of b into the vector, from its byte off */
+static void scatter(const struct iovec *v, int n, size_t off, const char *b, size_t len)
 {
     for (int i = 0; i < n && len; i++) {
-        size_t k = v[i].iov_len < len ? v[i].iov_len : len;
-        memcpy(v[i].iov_base, b, k);
-        b += k, len -= k;
+        if (off >= v[i].iov_len) {
+            off -= v[i].iov_len;
+            continue;
+        }
+        size_t k = v[i].iov_len - off < len ? v[i].iov_len - off : len;
+        memcpy((char *)v[i].iov_base + off, b, k);
+        b += k, len -= k, off = 0;
     }
 }
 
@@ -165,7 +170,7 @@ ssize_t shim_rs_readv(int fd, const struct iovec *v, int n, bool positioned, off
         return errno = ENOMEM, -1;
     ssize_t r = positioned ? shim_rs_pread(fd, b, t, off) : shim_rs_read(fd, b, t);
     if (r > 0)
-        scatter(v, n, b, (size_t)r);
+        scatter(v, n, 0, b, (size_t)r);
     free(b);
     return r;
 }
@@ -226,6 +231,8 @@ struct rs_msg {
 static ssize_t send_pieces(int fd, const char *b, size_t t, const void *name, socklen_t namelen,
                            const void *control, size_t controllen, int flags)
 {
+    if (!name)
+        namelen = 0; /* as the kernel's: no address, its length unread */
     if (namelen > sizeof(struct sockaddr_storage))
         return errno = EINVAL, -1;
     if (controllen > CONTROL_MAX)
@@ -269,11 +276,10 @@ ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags)
 {
     if (m->msg_iovlen > IOV_MAX)
         return errno = EMSGSIZE, -1;
-    size_t t = shim_iov_total(m->msg_iov, (int)m->msg_iovlen);
-    if (t == SIZE_MAX)
+    size_t total = shim_iov_total(m->msg_iov, (int)m->msg_iovlen);
+    if (total == SIZE_MAX)
         return errno = EFAULT, -1;
-    if (t > CHUNK)
-        t = CHUNK; /* a datagram is taken whole, once */
+    size_t t = total < CHUNK ? total : CHUNK; /* a datagram is taken whole, once */
     struct rs_msg h = { .len = t, .flags = flags,
                         .namelen = m->msg_name ? (uint32_t)addr_room(m->msg_namelen) : 0,
                         .controllen = !m->msg_control ? 0
@@ -287,7 +293,7 @@ ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags)
         goto out;
     }
     socklen_t room = h.namelen;
-    cb_rsys_t r = rq(RS_RECVMSG, fd, P(b), h.namelen ? P(name) : 0, h.controllen ? P(control) : 0,
+    cb_rsys_t r = rq(RS_RECVMSG, fd, P(b), m->msg_name ? P(name) : 0, h.controllen ? P(control) : 0,
                      0, P(&h));
     with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, t);
     with(&r, 2, RSYS_OUT, h.namelen);
@@ -297,7 +303,22 @@ ssize_t shim_rs_recvmsg(int fd, struct msghdr *m, int flags)
     res = cb_rsys(&r);
     if (res < 0)
         goto out;
-    scatter(m->msg_iov, (int)m->msg_iovlen, b, (size_t)res < t ? (size_t)res : t);
+    size_t done = (size_t)res < t ? (size_t)res : t; /* (more than t: MSG_TRUNC's length) */
+    scatter(m->msg_iov, (int)m->msg_iovlen, 0, b, done);
+    /* MSG_WAITALL (a stream's): the rest in pieces, on while each is whole */
+    for (long x = res, k = (long)t; flags & MSG_WAITALL && x == k && done < total; done += (size_t)x) {
+        k = (long)(total - done < CHUNK ? total - done : CHUNK);
+        struct rs_msg more = { .len = (uint64_t)k, .flags = flags };
+        cb_rsys_t q = rq(RS_RECVMSG, fd, P(b), 0, 0, 0, P(&more));
+        with(&q, 1, RSYS_OUT | RSYS_UPTO_RES, (uint64_t)k);
+        with(&q, 5, RSYS_IN | RSYS_OUT, sizeof more);
+        q.waits = true;
+        if ((x = cb_rsys(&q)) <= 0)
+            break; /* (what came before is the result) */
+        scatter(m->msg_iov, (int)m->msg_iovlen, done, b, (size_t)x);
+        h.msg_flags |= more.msg_flags;
+        res = (ssize_t)(done + (size_t)x);
+    }
     if (m->msg_name) {
         memcpy(m->msg_name, name, h.namelen < room ? h.namelen : room);
         m->msg_namelen = h.namelen; /* the address's: more than the room where it was cut */
@@ -319,18 +340,24 @@ ssize_t shim_rs_sendmsg(int fd, const struct msghdr *m, int flags)
         return errno = EMSGSIZE, -1;
     /* descriptors passed are the master's: not this node's own (a local
      * one's number names another descriptor there) */
-    if (m->msg_control && m->msg_controllen >= sizeof(struct cmsghdr))
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr *)m, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-                for (const int *fd = (const int *)(void *)CMSG_DATA(c);
-                     (const char *)(fd + 1) <= (const char *)c + c->cmsg_len; fd++)
-                    if (shim_local_fd(*fd) || shim_std_own(*fd))
-                        return errno = EOPNOTSUPP, -1;
+    const char *end = (const char *)m->msg_control + m->msg_controllen;
+    for (struct cmsghdr *c = m->msg_control ? CMSG_FIRSTHDR(m) : NULL; c;
+         c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+        if (c->cmsg_len < sizeof *c || c->cmsg_len > (size_t)(end - (const char *)c))
+            return errno = EINVAL, -1; /* as the kernel's */
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            for (const int *fd = (const int *)(void *)CMSG_DATA(c);
+                 (const char *)(fd + 1) <= (const char *)c + c->cmsg_len; fd++)
+                if (shim_local_fd(*fd))
+                    return errno = EOPNOTSUPP, -1;
+    }
     size_t t;
     char *b = gather(m->msg_iov, (int)m->msg_iovlen, &t);
     if (!b)
         return -1;
-    ssize_t r = send_pieces(fd, b, t, m->msg_name, m->msg_namelen, m->msg_control,
+    socklen_t nl = m->msg_namelen < sizeof(struct sockaddr_storage) ? m->msg_namelen
+                                                                     : sizeof(struct sockaddr_storage);
+    ssize_t r = send_pieces(fd, b, t, m->msg_name, nl, m->msg_control,
                             m->msg_controllen, flags);
     free(b);
     return r;
@@ -993,7 +1020,7 @@ static long rs_file(int op, FILE *f, int64_t a1, int64_t a2)
 {
     cb_rsys_t r = rq(op, handle(f), a1, a2, 0, 0, 0);
     /* a read or a write of the stream may wait (a pipe's): interruptible */
-    r.waits = op == RS_FGETC || op == RS_FPUTC || op == RS_FFLUSH;
+    r.waits = op == RS_FGETC || op == RS_FPUTC || op == RS_FFLUSH ? CB_RSYS_STDIO : 0;
     return cb_rsys(&r);
 }
 
@@ -1108,7 +1135,7 @@ char *shim_rs_fgets(char *s, int n, FILE *f)
     if (n <= 0)
         return errno = EINVAL, NULL;
     cb_rsys_t r = rq(RS_FGETS, handle(f), P(s), n, 0, 0, 0);
-    r.waits = 1;
+    r.waits = CB_RSYS_STDIO;
     with(&r, 1, RSYS_OUT | RSYS_STRING, (size_t)n);
     return cb_rsys(&r) > 0 ? s : NULL;
 }
@@ -1132,7 +1159,7 @@ ssize_t shim_rs_getdelim(char **line, size_t *cap, int delim, FILE *f)
     for (;;) {
         char piece[4096];
         cb_rsys_t r = rq(RS_GETDELIM, handle(f), P(piece), (int64_t)sizeof piece, delim, 0, 0);
-        r.waits = 1;
+        r.waits = CB_RSYS_STDIO;
         with(&r, 1, RSYS_OUT | RSYS_UPTO_RES, sizeof piece);
         long x = cb_rsys(&r);
         if (x <= 0) {

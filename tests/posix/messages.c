@@ -6,7 +6,10 @@
  *     same pipe (what is written into the pipe is read from it), and the
  *     address a datagram came from is given back with its length;
  *   - sendto and sendmsg of 17 MiB on a stream socket send it all, in
- *     order (main reads it).
+ *     order (main reads it), and recvmsg with MSG_WAITALL takes 17 MiB
+ *     main writes, whole;
+ *   - an address's length comes back where the room given is 0, and a
+ *     length given with no address is not read.
  * Before, a thread of another node got msg_flags 0, the ancillary data
  * was refused (EOPNOTSUPP), and more than 16 MiB failed with EMSGSIZE.
  * RESULT ok=1 checks=N (check.h) */
@@ -111,13 +114,32 @@ static void address_back(void)
     CHECK_EQ("named_recv", recvmsg(b, &rm, 0), 4);
     CHECK_EQ("from_len", rm.msg_namelen, la);
     CHECK("from_name", memcmp(&from, &sa, la) == 0);
+    /* no room for the address: its length all the same */
+    CHECK_EQ("named_send_again", sendmsg(a, &m, 0), 4);
+    rm.msg_namelen = 0;
+    CHECK_EQ("named_recv_no_room", recvmsg(b, &rm, 0), 4);
+    CHECK_EQ("from_len_no_room", rm.msg_namelen, la);
     close(a);
     close(b);
+}
+
+/* no address, a length all the same (a header filled field by field):
+ * the length is not read */
+static void stray_lengths(void)
+{
+    char b[4];
+    CHECK_EQ("sendto_null_len", sendto(dgram[0], "abc", 3, 0, NULL, 1000), 3);
+    CHECK_EQ("sendto_null_len_recv", recv(dgram[1], b, sizeof b, 0), 3);
+    struct iovec v = { "abcd", 4 };
+    struct msghdr m = { .msg_namelen = 1000, .msg_iov = &v, .msg_iovlen = 1 };
+    CHECK_EQ("sendmsg_null_len", sendmsg(dgram[0], &m, 0), 4);
+    CHECK_EQ("sendmsg_null_len_recv", recv(dgram[1], b, sizeof b, 0), 4);
 }
 
 static void *thread(void *arg)
 {
     (void)arg;
+    stray_lengths();
     truncated();
     passed_descriptor();
     address_back();
@@ -126,6 +148,15 @@ static void *thread(void *arg)
     struct iovec v[2] = { { data, BIG / 2 }, { data + BIG / 2, BIG - BIG / 2 } };
     struct msghdr m = { .msg_iov = v, .msg_iovlen = 2 };
     CHECK_EQ("big_sendmsg", sendmsg(big[0], &m, 0), BIG);
+    /* main's 17 MiB the other way, in one recvmsg that waits for all */
+    memset(data, 0, BIG);
+    CHECK_EQ("big_waitall", recvmsg(big[0], &m, MSG_WAITALL), BIG);
+    unsigned char *want = malloc(BIG);
+    if (want) {
+        fill(want, BIG, 2);
+        CHECK("big_waitall_same", memcmp(data, want, BIG) == 0);
+        free(want);
+    }
     return NULL;
 }
 
@@ -151,6 +182,11 @@ int main(void)
         CHECK_EQ(round ? "big_read_msg" : "big_read_to", at, BIG);
         CHECK(round ? "big_same_msg" : "big_same_to", memcmp(got, want, BIG) == 0);
     }
+    fill(got, BIG, 2);
+    size_t at = 0;
+    for (ssize_t r = 1; at < BIG && (r = write(big[1], got + at, BIG - at)) > 0;)
+        at += (size_t)r;
+    CHECK_EQ("big_written", at, BIG);
     CHECK_ERR("join", pthread_join(t, NULL), 0);
     return check_finish();
 }
