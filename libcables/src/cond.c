@@ -54,6 +54,10 @@ int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
  * (cb_signals_hold_enter): let in while it waits without it */
 int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, bool held)
 {
+    /* a mutex that says who holds it, not held by the caller: refused, as
+     * glibc's (before, the wait went on and took the mutex at its end) */
+    if (kind != CB_LK_NORMAL && !cb_lock_owned(lkey, cb_tid))
+        return EPERM;
     if (cancelled())
         return ECANCELED;
     cb_waiter_t *wake = cb_waiter_new();

@@ -535,6 +535,7 @@ enum { CB_LK_NORMAL = 0, CB_LK_RECURSIVE = 1, CB_LK_ERRORCHECK = 2 };
 int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline);
 int cb_lock_give(uint64_t key, uint64_t who, int kind); /* 0 or EPERM */
 uint32_t cb_lock_depth(uint64_t key, uint32_t depth); /* holder: set, return old */
+bool cb_lock_owned(uint64_t key, uint64_t who); /* held here by who */
 /* cond.c: wait on condition ckey releasing lock lkey; 0, ETIMEDOUT, or
  * ECANCELED (the thread was cancelled; the lock is held again) */
 int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline);

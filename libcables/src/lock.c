@@ -246,6 +246,15 @@ int cb_lock_give(uint64_t key, uint64_t who, int kind)
     return 0;
 }
 
+bool cb_lock_owned(uint64_t key, uint64_t who)
+{
+    cb_mutex_lock(&lk_mu);
+    lk_t *s = lk_get(key);
+    bool owned = s->held && s->owner == who;
+    cb_mutex_unlock(&lk_mu);
+    return owned;
+}
+
 uint32_t cb_lock_depth(uint64_t key, uint32_t depth)
 {
     cb_mutex_lock(&lk_mu);

@@ -3,9 +3,10 @@
  * node.  A thread (on another node) locks a normal mutex; main then
  * initialises it as recursive, and a new thread relocks it (granted, as
  * natively), then as error-checking, and a third thread's relock is
- * refused with EDEADLK.  Before, each node kept the kind it first saw:
- * the recursive relock waited (ETIMEDOUT here) and the error-checking
- * one was granted.
+ * refused with EDEADLK, as is its condition wait without it (EPERM).
+ * Before, each node kept the kind it first saw: the recursive relock
+ * waited (ETIMEDOUT here) and the error-checking one was granted; and the
+ * condition wait went on, and took the mutex at its end.
  * RESULT ok=1 checks=N (check.h) */
 #include "check.h"
 
@@ -14,6 +15,7 @@ struct obj {
     int v;
 };
 static struct obj *o;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 static void init_as(int type)
 {
@@ -61,6 +63,8 @@ static void *as_errorcheck(void *arg)
     o->v++;
     CHECK_ERR("errorcheck_unlock", pthread_mutex_unlock(&o->m), 0);
     CHECK_ERR("errorcheck_unlock_again", pthread_mutex_unlock(&o->m), EPERM);
+    struct timespec d = check_deadline(CLOCK_REALTIME, 1000);
+    CHECK_ERR("errorcheck_cond_not_held", pthread_cond_timedwait(&cv, &o->m, &d), EPERM);
     return NULL;
 }
 
