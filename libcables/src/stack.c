@@ -114,6 +114,13 @@ static void entry(void)
         exit(0);
     if (cb_thread_end_hook)
         cb_thread_end_hook();
+    /* back with the thread's mask as it is now, not as it was at the
+     * start (what swapcontext saved): a signal the thread blocked since
+     * stays blocked while it ends, where glibc drops it, as natively.
+     * Before, one pending (a pthread_kill to a thread that blocks it)
+     * was let in at the end and ended the process; main's exit handlers
+     * ran with its first mask */
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &running->back.uc_sigmask, _NSIG / 8);
 } /* returns to running->back through uc_link */
 
 void cb_thread_exit(void *value)
