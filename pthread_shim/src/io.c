@@ -57,6 +57,7 @@
 #include <signal.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <sys/random.h>
@@ -1345,11 +1346,133 @@ static bool select_there(int n, fd_set *const set[3])
     return false;
 }
 
+/* A poll naming descriptors of both kinds (a signalfd or a /proc file of
+ * the node's own, and the master's) waits for both: the caller polls its
+ * node's own and an eventfd (done) here, while a thread of the runtime
+ * makes the poll of the master's at the master, with an eventfd there
+ * (wake), then writes done.  Whichever comes first ends the other: done
+ * ends the caller's poll, a write into wake the master's.  (The caller
+ * polls its own: a signalfd gives the signals of the thread that reads
+ * it.)  Before, the whole call was made at the master, where the node's
+ * numbers name other descriptors. */
+struct watch {
+    struct pollfd *there; /* there[n]: wake */
+    nfds_t n;
+    const struct timespec *ts;
+    int done, r, e;
+};
+
+static void *poll_there_for(void *arg)
+{
+    struct watch *w = arg;
+    w->r = shim_rs_poll(w->there, w->n + 1, w->ts);
+    w->e = errno;
+    uint64_t one = 1;
+    if (LIBC(write)(w->done, &one, sizeof one)) {}
+    return NULL;
+}
+
+struct watching {
+    pthread_t t;
+    int done, wake;
+    bool started;
+};
+
+/* the master's poll ended (a write into wake: at once, if it waits yet),
+ * its thread joined, the eventfds closed; also where the caller is
+ * cancelled in its poll */
+static void watch_end(void *arg)
+{
+    struct watching *g = arg;
+    if (g->started) {
+        uint64_t one = 1;
+        if (write(g->wake, &one, sizeof one)) {} /* (the master's) */
+        cb_thread_wait(g->t);
+    }
+    if (g->done >= 0)
+        LIBC(close)(g->done);
+    if (g->wake >= 0)
+        close(g->wake);
+}
+
+static bool own_fd(int fd) { return fd >= 0 && !shim_remote_fd(fd); }
+
+/* own (and done after them) polled here, there (and wake after them) at
+ * the master, until either is ready */
+static int poll_watched(struct pollfd *own, nfds_t nown, struct pollfd *there, nfds_t nthere,
+                        const struct timespec *ts, int *err)
+{
+    struct watching g = { .done = LIBC(eventfd)(0, EFD_CLOEXEC), .wake = eventfd(0, EFD_CLOEXEC) };
+    struct watch w = { there, nthere, ts, g.done, -1, 0 };
+    own[nown] = (struct pollfd){ g.done, POLLIN, 0 };
+    there[nthere] = (struct pollfd){ g.wake, POLLIN, 0 };
+    volatile int r = -1, e = g.done < 0 || g.wake < 0 ? errno : 0;
+    pthread_cleanup_push(watch_end, &g);
+    if (!e && !(e = cb_thread_start(&g.t, poll_there_for, &w, false))) {
+        g.started = true;
+        r = LIBC(poll)(own, nown + 1, -1); /* (a cancellation point; EINTR after a handler) */
+        e = errno;
+    }
+    pthread_cleanup_pop(1);
+    if (r >= 0 && w.r < 0) /* the master's poll failed */
+        r = -1, e = w.e;
+    *err = e;
+    return r;
+}
+
+static int poll_mixed(struct pollfd *fds, nfds_t n, const struct timespec *ts)
+{
+    nfds_t nown = 0;
+    for (nfds_t i = 0; i < n; i++)
+        nown += own_fd(fds[i].fd);
+    /* [0, nown]: the node's own (and done); past: the master's (and wake) */
+    struct pollfd *own = malloc((n + 2) * sizeof *own), *there = own + nown + 1;
+    if (!own)
+        return errno = ENOMEM, -1;
+    for (nfds_t i = 0, a = 0, b = 0; i < n; i++)
+        *(own_fd(fds[i].fd) ? &own[a++] : &there[b++]) = (struct pollfd){ fds[i].fd, fds[i].events, 0 };
+    nfds_t nthere = n - nown;
+    int r = LIBC(poll)(own, nown, 0), e = errno;
+    static const struct timespec zero = { 0, 0 };
+    if (r > 0) { /* some ready here: the master's as they are now */
+        r = shim_rs_poll(there, nthere, &zero);
+        e = errno;
+    } else if (r == 0) {
+        r = poll_watched(own, nown, there, nthere, ts, &e);
+        if (r >= 0) /* the node's own as they are now */
+            r = LIBC(poll)(own, nown, 0) < 0 ? (e = errno, -1) : 1;
+    }
+    if (r >= 0) {
+        r = 0;
+        for (nfds_t i = 0, a = 0, b = 0; i < n; i++) {
+            fds[i].revents = own_fd(fds[i].fd) ? own[a++].revents : there[b++].revents;
+            r += fds[i].revents != 0;
+        }
+    }
+    free(own);
+    errno = e;
+    return r;
+}
+
+static bool poll_own_too(struct pollfd *fds, nfds_t n)
+{
+    for (nfds_t i = 0; i < n; i++)
+        if (own_fd(fds[i].fd))
+            return true;
+    return false;
+}
+
+/* the master's, with the node's own too where there are */
+static int poll_remote(struct pollfd *fds, nfds_t n, const struct timespec *ts)
+{
+    return poll_own_too(fds, n) ? poll_mixed(fds, n, ts) : shim_rs_poll(fds, n, ts);
+}
+
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     if (poll_there(fds, n)) {
         struct timespec t = { timeout / 1000, (long)(timeout % 1000) * 1000000 };
-        return shim_rs_poll(fds, n, timeout < 0 ? NULL : &t);
+        return poll_remote(fds, n, timeout < 0 ? NULL : &t);
     }
     if (!ours(fds, n * sizeof *fds))
         return LIBC(poll)(fds, n, timeout);
@@ -1378,7 +1501,7 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 static int ppoll_masked(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     if (poll_there(fds, n))
-        return MASKED(mask, shim_rs_poll(fds, n, ts));
+        return MASKED(mask, poll_remote(fds, n, ts));
     sigset_t m;
     const sigset_t *km = shim_kernel_mask(mask, &m);
     if (!ours(fds, n * sizeof *fds) && !(ts && ours(ts, sizeof *ts)))
