@@ -54,7 +54,7 @@ static void *receiver(void *jumps)
     struct iovec v = { b, sizeof b };
     struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
     if (jumps && sigsetjmp(env, 1)) { /* jumped out: the next datagram is ours */
-        pause_ms(500);
+        pause_ms(250);
         ssize_t r = recv(dg[1], b, sizeof b, MSG_DONTWAIT);
         rres = r, rerr = r < 0 ? errno : 0;
         return NULL;
@@ -97,7 +97,7 @@ static int joined(pthread_t t, void **ret)
     return pthread_timedjoin_np(t, ret, &d);
 }
 
-/* fn's thread, signalled after 300 ms with first, then after 300 ms more
+/* fn's thread, signalled after 150 ms with first, then after 150 ms more
  * with then (0: cancelled): joined (0) within 3 s, or unblocked by
  * unblock and joined */
 static int run(const char *name, void *(*fn)(void *), void *arg, int first, int then,
@@ -106,10 +106,10 @@ static int run(const char *name, void *(*fn)(void *), void *arg, int first, int 
     pthread_t t;
     if (!CHECK_ERR(name, pthread_create(&t, NULL, fn, arg), 0))
         return -1;
-    pause_ms(300);
+    pause_ms(150);
     if (first) {
         pthread_kill(t, first);
-        pause_ms(300);
+        pause_ms(150);
     }
     if (then)
         pthread_kill(t, then);
@@ -159,9 +159,9 @@ int main(void)
     drain();
     pthread_t t;
     if (CHECK_ERR("C_create", pthread_create(&t, NULL, receiver, (void *)1), 0)) {
-        pause_ms(300);
+        pause_ms(150);
         pthread_kill(t, SIGUSR1);
-        pause_ms(200);
+        pause_ms(100);
         send_datagram();
         CHECK_ERR("C_join", pthread_join(t, NULL), 0);
         CHECK_EQ("C_datagram_kept", rres, 1);
