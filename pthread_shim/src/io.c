@@ -1562,10 +1562,79 @@ static void sets_out(size_t s, fd_set *const set[3], fd_set *const copy[3])
         sets_out(s, set, copy);                                              \
     copy_done(c, local);
 
+/* select's sets as a poll's descriptors (poll_mixed), and back, as the
+ * kernel's select reads poll's events; NULL where out of memory */
+static struct pollfd *sets_to_poll(int n, fd_set *const set[3], nfds_t *k)
+{
+    struct pollfd *f = malloc(((size_t)n + 1) * sizeof *f);
+    *k = 0;
+    for (int fd = 0; f && fd < n; fd++) {
+        short ev = (short)((set[0] && FD_ISSET(fd, set[0]) ? POLLIN : 0) |
+                           (set[1] && FD_ISSET(fd, set[1]) ? POLLOUT : 0) |
+                           (set[2] && FD_ISSET(fd, set[2]) ? POLLPRI : 0));
+        if (ev)
+            f[(*k)++] = (struct pollfd){ fd, ev, 0 };
+    }
+    return f;
+}
+
+static int select_mixed(int n, fd_set *const set[3], const struct timespec *ts)
+{
+    if (n < 0 || n > FD_SETSIZE)
+        return errno = EINVAL, -1;
+    nfds_t k;
+    struct pollfd *f = sets_to_poll(n, set, &k);
+    if (!f)
+        return errno = ENOMEM, -1;
+    int r = poll_mixed(f, k, ts);
+    for (nfds_t i = 0; r > 0 && i < k; i++)
+        if (f[i].revents & POLLNVAL)
+            r = -1, errno = EBADF;
+    if (r >= 0) {
+        static const short ready[3] = { POLLIN | POLLHUP | POLLERR, POLLOUT | POLLERR, POLLPRI };
+        for (int j = 0; j < 3; j++)
+            if (set[j])
+                for (nfds_t i = 0; i < k; i++)
+                    FD_CLR(f[i].fd, set[j]);
+        r = 0;
+        for (nfds_t i = 0; i < k; i++)
+            for (int j = 0; j < 3; j++)
+                if (set[j] && f[i].events & (j == 0 ? POLLIN : j == 1 ? POLLOUT : POLLPRI) &&
+                    f[i].revents & ready[j]) {
+                    FD_SET(f[i].fd, set[j]);
+                    r++;
+                }
+    }
+    free(f);
+    return r;
+}
+
+static bool select_own_too(int n, fd_set *const set[3])
+{
+    for (int k = 0; k < 3; k++)
+        for (int fd = 0; set[k] && fd < n && fd < FD_SETSIZE; fd++)
+            if (FD_ISSET(fd, set[k]) && own_fd(fd))
+                return true;
+    return false;
+}
+
 int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
            struct timeval *restrict tv)
 {
-    if (select_there(n, (fd_set *const[3]){ r, w, e }))
+    fd_set *const sets[3] = { r, w, e };
+    if (select_there(n, sets) && select_own_too(n, sets)) {
+        struct timespec t = tv ? (struct timespec){ tv->tv_sec, tv->tv_usec * 1000 } : (struct timespec){ 0, 0 };
+        uint64_t t0 = cb_now_ns();
+        int res = select_mixed(n, sets, tv ? &t : NULL);
+        if (tv) { /* what was not slept, as Linux leaves there */
+            uint64_t left = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec, took = cb_now_ns() - t0;
+            left = took < left ? left - took : 0;
+            tv->tv_sec = (time_t)(left / 1000000000ull);
+            tv->tv_usec = (suseconds_t)(left % 1000000000ull / 1000);
+        }
+        return res;
+    }
+    if (select_there(n, sets))
         return shim_rs_select(n, r, w, e, tv, NULL);
     struct timeval t = { 0, 0 };
     bool tv_ours = tv && ours(tv, sizeof *tv);
@@ -1582,7 +1651,10 @@ int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
 static int pselect_masked(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
             const struct timespec *restrict ts, const sigset_t *restrict mask)
 {
-    if (select_there(n, (fd_set *const[3]){ r, w, e }))
+    fd_set *const sets[3] = { r, w, e };
+    if (select_there(n, sets) && select_own_too(n, sets))
+        return MASKED(mask, select_mixed(n, sets, ts));
+    if (select_there(n, sets))
         return MASKED(mask, shim_rs_select(n, r, w, e, NULL, ts));
     struct timespec t = { 0, 0 };
     sigset_t m;

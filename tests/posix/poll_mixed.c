@@ -6,11 +6,14 @@
  *   - main writes into the pipe: poll says the pipe, not the signalfd;
  *   - nothing comes: poll times out (0);
  *   - both ready: both said (2);
- *   - a handled signal (SA_RESTART or not) ends it: EINTR.
+ *   - a handled signal (SA_RESTART or not) ends it: EINTR;
+ *   - select over the same two says the signalfd, or times out (0, with
+ *     the time left in the timeval).
  * Before, the whole poll was made at the master, where the signalfd's
  * number names another descriptor (or none: POLLNVAL at once).
  * RESULT ok=1 checks=N (check.h) */
 #include <poll.h>
+#include <sys/select.h>
 #include <sys/signalfd.h>
 
 #include "check.h"
@@ -59,6 +62,24 @@ static void *poller(void *arg)
     errno = 0;
     CHECK("handled_poll", poll(f, 2, 10000) == -1 && errno == EINTR);
     CHECK_EQ("handled", usr2, 1);
+
+    gate_set(&stage, 6); /* main sends SIGUSR1: select says the signalfd */
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(sfd, &rd);
+    FD_SET(p[0], &rd);
+    int top = (sfd > p[0] ? sfd : p[0]) + 1;
+    struct timeval tv = { 10, 0 };
+    CHECK_EQ("select_signal", select(top, &rd, NULL, NULL, &tv), 1);
+    CHECK("select_sets", FD_ISSET(sfd, &rd) && !FD_ISSET(p[0], &rd));
+    CHECK_EQ("select_read", read(sfd, &si, sizeof si), (long)sizeof si);
+    FD_ZERO(&rd);
+    FD_SET(sfd, &rd);
+    FD_SET(p[0], &rd);
+    tv = (struct timeval){ 0, 200000 };
+    CHECK_EQ("select_timeout", select(top, &rd, NULL, NULL, &tv), 0);
+    CHECK("select_timeout_sets", !FD_ISSET(sfd, &rd) && !FD_ISSET(p[0], &rd));
+    CHECK("select_time_left", tv.tv_sec == 0 && tv.tv_usec < 200000);
     close(sfd);
     return NULL;
 }
@@ -96,6 +117,9 @@ int main(void)
     CHECK("stage5", gate_wait(&stage, 5));
     pause_ms(200);
     CHECK_ERR("kill_usr2", pthread_kill(t, SIGUSR2), 0);
+    CHECK("stage6", gate_wait(&stage, 6));
+    pause_ms(200);
+    CHECK_ERR("kill_select", pthread_kill(t, SIGUSR1), 0);
     CHECK_ERR("join", pthread_join(t, NULL), 0);
     return check_finish();
 }
