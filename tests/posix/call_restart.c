@@ -42,19 +42,13 @@ static void on_usr1(int s)
 }
 static void on_usr2(int s) { (void)s; }
 
-static void pause_ms(long ms)
-{
-    struct timespec t = { ms / 1000, (ms % 1000) * 1000000 };
-    nanosleep(&t, NULL);
-}
-
 static void *receiver(void *jumps)
 {
     char b[16];
     struct iovec v = { b, sizeof b };
     struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
     if (jumps && sigsetjmp(env, 1)) { /* jumped out: the next datagram is ours */
-        pause_ms(250);
+        check_sleep_ms(250);
         ssize_t r = recv(dg[1], b, sizeof b, MSG_DONTWAIT);
         rres = r, rerr = r < 0 ? errno : 0;
         return NULL;
@@ -106,10 +100,10 @@ static int run(const char *name, void *(*fn)(void *), void *arg, int first, int 
     pthread_t t;
     if (!CHECK_ERR(name, pthread_create(&t, NULL, fn, arg), 0))
         return -1;
-    pause_ms(150);
+    check_sleep_ms(150);
     if (first) {
         pthread_kill(t, first);
-        pause_ms(150);
+        check_sleep_ms(150);
     }
     if (then)
         pthread_kill(t, then);
@@ -159,9 +153,9 @@ int main(void)
     drain();
     pthread_t t;
     if (CHECK_ERR("C_create", pthread_create(&t, NULL, receiver, (void *)1), 0)) {
-        pause_ms(150);
+        check_sleep_ms(150);
         pthread_kill(t, SIGUSR1);
-        pause_ms(100);
+        check_sleep_ms(100);
         send_datagram();
         CHECK_ERR("C_join", pthread_join(t, NULL), 0);
         CHECK_EQ("C_datagram_kept", rres, 1);

@@ -17,6 +17,9 @@
  * as a watchdog for the waits that cannot be bounded):
  *   check_deadline(clock, ms)    absolute time ms from now on that clock
  *   check_now_ms(clock)          current time in milliseconds
+ *   check_sleep_ms(ms)           sleeps ms milliseconds
+ *   check_pending(sig)           1 if sig is pending for the thread (or
+ *                                the process), else 0
  *   check_block_signal(sig)      the calling thread blocks sig (a timer's
  *                                signals go to the thread they are for)
  *   check_signal_timer(sig, handler, flags, &timer)
@@ -168,6 +171,20 @@ static CHECK_UNUSED struct timespec check_deadline(clockid_t clk, long ms)
         t.tv_nsec -= 1000000000L;
     }
     return t;
+}
+
+static CHECK_UNUSED void check_sleep_ms(long ms)
+{
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&t, NULL);
+}
+
+static CHECK_UNUSED int check_pending(int sig)
+{
+    sigset_t p;
+    sigemptyset(&p);
+    sigpending(&p);
+    return sigismember(&p, sig) == 1;
 }
 
 static CHECK_UNUSED double check_now_ms(clockid_t clk)

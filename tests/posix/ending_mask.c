@@ -9,14 +9,6 @@
 
 static struct gate stage = GATE_INITIALIZER;
 
-static int pending(int sig)
-{
-    sigset_t p;
-    sigemptyset(&p);
-    sigpending(&p);
-    return sigismember(&p, sig) == 1;
-}
-
 static void *blocker(void *arg)
 {
     (void)arg;
@@ -26,7 +18,7 @@ static void *blocker(void *arg)
     CHECK_ERR("thread_block", pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
     gate_set(&stage, 1);
     CHECK("killed", gate_wait(&stage, 2));
-    CHECK("thread_pending", pending(SIGUSR1));
+    CHECK("thread_pending", check_pending(SIGUSR1));
     return NULL; /* ends with SIGUSR1 blocked and pending */
 }
 
@@ -47,6 +39,6 @@ int main(void)
     sigaddset(&s, SIGUSR2);
     CHECK_ERR("main_block", pthread_sigmask(SIG_BLOCK, &s, NULL), 0);
     raise(SIGUSR2);
-    CHECK("main_pending", pending(SIGUSR2));
+    CHECK("main_pending", check_pending(SIGUSR2));
     return check_finish(); /* returns with SIGUSR2 blocked and pending */
 }

@@ -31,14 +31,6 @@ static void on_urg(int sig) { (void)sig; urg++; }
 static struct gate paused = GATE_INITIALIZER;
 static char *pages;
 
-static int pending(int sig)
-{
-    sigset_t p;
-    sigemptyset(&p);
-    sigpending(&p);
-    return sigismember(&p, sig) == 1;
-}
-
 static void *thread(void *arg)
 {
     (void)arg;
@@ -56,7 +48,7 @@ static void *thread(void *arg)
 
     CHECK_ERR("sighold", sighold(SIGUSR1), 0);
     raise(SIGUSR1);
-    CHECK("sighold_pending", usr1 == 1 && pending(SIGUSR1));
+    CHECK("sighold_pending", usr1 == 1 && check_pending(SIGUSR1));
     CHECK_ERR("sigrelse", sigrelse(SIGUSR1), 0);
     CHECK_EQ("sigrelse_handled", usr1, 2);
 
@@ -64,7 +56,7 @@ static void *thread(void *arg)
     CHECK("sigblock_old", old != -1 && !(old & USR2_BIT));
     CHECK("sigblock_reads", (sigblock(0) & USR2_BIT) != 0);
     raise(SIGUSR2);
-    CHECK("sigblock_pending", usr2 == 1 && pending(SIGUSR2));
+    CHECK("sigblock_pending", usr2 == 1 && check_pending(SIGUSR2));
     sigsetmask(old);
     CHECK_EQ("sigsetmask_handled", usr2, 2);
 

@@ -84,12 +84,6 @@ static void *poller(void *arg)
     return NULL;
 }
 
-static void pause_ms(long ms)
-{
-    struct timespec t = { 0, ms * 1000000 };
-    nanosleep(&t, NULL);
-}
-
 int main(void)
 {
     check_start();
@@ -104,21 +98,21 @@ int main(void)
     if (!CHECK_ERR("create", pthread_create(&t, NULL, poller, NULL), 0))
         return check_finish();
     CHECK("stage1", gate_wait(&stage, 1));
-    pause_ms(200); /* (its poll waits) */
+    check_sleep_ms(200); /* (its poll waits) */
     CHECK_ERR("kill", pthread_kill(t, SIGUSR1), 0);
     CHECK("stage2", gate_wait(&stage, 2));
-    pause_ms(200);
+    check_sleep_ms(200);
     CHECK_EQ("write", write(p[1], "x", 1), 1);
     CHECK("stage3", gate_wait(&stage, 3));
     CHECK_ERR("kill_again", pthread_kill(t, SIGUSR1), 0);
     CHECK_EQ("write_again", write(p[1], "y", 1), 1);
-    pause_ms(200); /* (the signal reached its node) */
+    check_sleep_ms(200); /* (the signal reached its node) */
     gate_set(&stage, 4);
     CHECK("stage5", gate_wait(&stage, 5));
-    pause_ms(200);
+    check_sleep_ms(200);
     CHECK_ERR("kill_usr2", pthread_kill(t, SIGUSR2), 0);
     CHECK("stage6", gate_wait(&stage, 6));
-    pause_ms(200);
+    check_sleep_ms(200);
     CHECK_ERR("kill_select", pthread_kill(t, SIGUSR1), 0);
     CHECK_ERR("join", pthread_join(t, NULL), 0);
     return check_finish();

@@ -35,12 +35,6 @@ static void *reader(void *arg)
     return NULL;
 }
 
-static void pause_ms(long ms)
-{
-    struct timespec t = { 0, ms * 1000000 };
-    nanosleep(&t, NULL);
-}
-
 int main(void)
 {
     check_start();
@@ -63,9 +57,9 @@ int main(void)
     CHECK("reader_ready", gate_wait(&ready, 1));
     for (int i = 0; i < LINES; i++) {
         fprintf(out, "line %d first part,", i);
-        pause_ms(20); /* the reader's fgets waits for the rest */
+        check_sleep_ms(20); /* the reader's fgets waits for the rest */
         pthread_kill(t, SIGUSR1);
-        pause_ms(20);
+        check_sleep_ms(20);
         fprintf(out, " second part\n");
     }
     CHECK_ERR("join", pthread_join(t, NULL), 0);
