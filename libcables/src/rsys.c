@@ -53,7 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
+#include <stdio.h> /* (snprintf) */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -515,14 +515,17 @@ void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len)
         if (none)
             cb_die("cannot start a thread for the system calls of other nodes: %s", strerror(rc));
     }
-    static bool said; /* (the communication thread's) */
+    static bool said; /* (the communication thread's: not stdio's lock, which a
+                       * program's thread may hold while it faults) */
     if ((rc || waits) && !said) {
         said = true;
-        fprintf(stderr,
-                "cables: node 0: %u calls of other nodes' threads run at the master at once (at "
-                "most %d%s%s); the next ones wait until one of them ends\n",
-                busy, PROXY_MAX, rc ? "; no thread could be started for more: " : "",
-                rc ? strerror(rc) : "");
+        char msg[256];
+        int n = snprintf(msg, sizeof msg,
+                         "cables: node 0: %u calls of other nodes' threads run at the master at "
+                         "once (at most %d%s%s); the next ones wait until one of them ends\n",
+                         busy, PROXY_MAX, rc ? "; no thread could be started for more: " : "",
+                         rc ? strerror(rc) : "");
+        if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1)) {}
     }
     syscall(SYS_futex, (uint32_t *)&jobs_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); /* one proxy */
 }

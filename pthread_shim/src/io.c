@@ -1355,90 +1355,126 @@ static bool select_there(int n, fd_set *const set[3])
  * polls its own: a signalfd gives the signals of the thread that reads
  * it.)  Before, the whole call was made at the master, where the node's
  * numbers name other descriptors. */
+/* one mixed poll's, on the heap: a handler that leaves the poll by
+ * siglongjmp leaves it behind, running, and the thread's next mixed poll
+ * or its end ends it (active) */
 struct watch {
-    struct pollfd *there; /* there[n]: wake */
-    nfds_t n;
-    const struct timespec *ts;
-    int done, r, e;
+    pthread_t t;
+    bool started;
+    int done, wake; /* eventfds: here, and at the master */
+    int r, e;       /* the master's poll */
+    nfds_t nown, nthere;
+    struct timespec ts;
+    bool timed;
+    struct pollfd fds[]; /* the node's own and done, then the master's and wake */
 };
+static __thread struct watch *active;
 
 static void *poll_there_for(void *arg)
 {
     struct watch *w = arg;
-    w->r = shim_rs_poll(w->there, w->n + 1, w->ts);
+    w->r = shim_rs_poll(w->fds + w->nown + 1, w->nthere + 1, w->timed ? &w->ts : NULL);
     w->e = errno;
     uint64_t one = 1;
     if (LIBC(write)(w->done, &one, sizeof one)) {}
     return NULL;
 }
 
-struct watching {
-    pthread_t t;
-    int done, wake;
-    bool started;
-};
-
 /* the master's poll ended (a write into wake: at once, if it waits yet),
- * its thread joined, the eventfds closed; also where the caller is
- * cancelled in its poll */
-static void watch_end(void *arg)
+ * its thread joined, the eventfds closed */
+static void watch_stop(struct watch *w)
 {
-    struct watching *g = arg;
-    if (g->started) {
+    if (w->started) {
         uint64_t one = 1;
-        if (write(g->wake, &one, sizeof one)) {} /* (the master's) */
-        cb_thread_wait(g->t);
+        if (write(w->wake, &one, sizeof one)) {} /* (the master's) */
+        cb_thread_wait(w->t);
+        w->started = false;
     }
-    if (g->done >= 0)
-        LIBC(close)(g->done);
-    if (g->wake >= 0)
-        close(g->wake);
+    if (w->done >= 0)
+        LIBC(close)(w->done);
+    if (w->wake >= 0)
+        close(w->wake);
+    w->done = w->wake = -1;
+    if (active == w)
+        active = NULL;
+}
+
+/* the caller unwinds, cancelled in its poll: its cleanup's calls wait (as
+ * cb_cancel_act's mark) */
+static void watch_cancelled(void *arg)
+{
+    if (cb_thr)
+        cb_thr->cancel_off = true;
+    watch_stop(arg);
+    free(arg);
+}
+
+void shim_io_thread_end(void)
+{
+    struct watch *w = active;
+    if (w) {
+        watch_stop(w);
+        free(w);
+    }
 }
 
 static bool own_fd(int fd) { return fd >= 0 && !shim_remote_fd(fd); }
 
-/* own (and done after them) polled here, there (and wake after them) at
- * the master, until either is ready */
-static int poll_watched(struct pollfd *own, nfds_t nown, struct pollfd *there, nfds_t nthere,
-                        const struct timespec *ts, int *err)
+/* the node's own (and done) polled here, the master's (and wake) at the
+ * master, until either is ready */
+static int poll_watched(struct watch *w)
 {
-    struct watching g = { .done = LIBC(eventfd)(0, EFD_CLOEXEC), .wake = eventfd(0, EFD_CLOEXEC) };
-    struct watch w = { there, nthere, ts, g.done, -1, 0 };
-    own[nown] = (struct pollfd){ g.done, POLLIN, 0 };
-    there[nthere] = (struct pollfd){ g.wake, POLLIN, 0 };
-    volatile int r = -1, e = g.done < 0 || g.wake < 0 ? errno : 0;
-    pthread_cleanup_push(watch_end, &g);
-    if (!e && !(e = cb_thread_start(&g.t, poll_there_for, &w, false))) {
-        g.started = true;
-        r = LIBC(poll)(own, nown + 1, -1); /* (a cancellation point; EINTR after a handler) */
+    struct pollfd *own = w->fds, *there = own + w->nown + 1;
+    w->done = LIBC(eventfd)(0, EFD_CLOEXEC);
+    w->wake = eventfd(0, EFD_CLOEXEC);
+    own[w->nown] = (struct pollfd){ w->done, POLLIN, 0 };
+    there[w->nthere] = (struct pollfd){ w->wake, POLLIN, 0 };
+    active = w;
+    volatile int r = -1, e = w->done < 0 || w->wake < 0 ? errno : 0;
+    pthread_cleanup_push(watch_cancelled, w);
+    if (!e) { /* (a thread of the runtime: the process's signals are not its) */
+        sigset_t procs, was;
+        cb_process_signals(&procs);
+        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &procs, &was, _NSIG / 8);
+        e = cb_thread_start(&w->t, poll_there_for, w, false);
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &was, NULL, _NSIG / 8);
+    }
+    if (!e) {
+        w->started = true;
+        r = LIBC(poll)(own, w->nown + 1, -1); /* (a cancellation point; EINTR after a handler) */
         e = errno;
     }
-    pthread_cleanup_pop(1);
-    if (r >= 0 && w.r < 0) /* the master's poll failed */
-        r = -1, e = w.e;
-    *err = e;
+    pthread_cleanup_pop(0);
+    watch_stop(w);
+    if (r >= 0 && w->r < 0) /* the master's poll failed */
+        r = -1, e = w->e;
+    errno = e;
     return r;
 }
 
 static int poll_mixed(struct pollfd *fds, nfds_t n, const struct timespec *ts)
 {
+    shim_io_thread_end(); /* one a handler's jump left */
     nfds_t nown = 0;
     for (nfds_t i = 0; i < n; i++)
         nown += own_fd(fds[i].fd);
-    /* [0, nown]: the node's own (and done); past: the master's (and wake) */
-    struct pollfd *own = malloc((n + 2) * sizeof *own), *there = own + nown + 1;
-    if (!own)
+    struct watch *w = malloc(sizeof *w + (n + 2) * sizeof *w->fds);
+    if (!w)
         return errno = ENOMEM, -1;
+    *w = (struct watch){ .done = -1, .wake = -1, .nown = nown, .nthere = n - nown, .timed = ts != NULL };
+    if (ts)
+        w->ts = *ts;
+    struct pollfd *own = w->fds, *there = own + nown + 1;
     for (nfds_t i = 0, a = 0, b = 0; i < n; i++)
         *(own_fd(fds[i].fd) ? &own[a++] : &there[b++]) = (struct pollfd){ fds[i].fd, fds[i].events, 0 };
-    nfds_t nthere = n - nown;
     int r = LIBC(poll)(own, nown, 0), e = errno;
     static const struct timespec zero = { 0, 0 };
-    if (r > 0) { /* some ready here: the master's as they are now */
-        r = shim_rs_poll(there, nthere, &zero);
+    if (r > 0 || (r == 0 && ts && !ts->tv_sec && !ts->tv_nsec)) { /* the master's as they are now */
+        r = shim_rs_poll(there, w->nthere, &zero);
         e = errno;
     } else if (r == 0) {
-        r = poll_watched(own, nown, there, nthere, ts, &e);
+        r = poll_watched(w);
+        e = errno;
         if (r >= 0) /* the node's own as they are now */
             r = LIBC(poll)(own, nown, 0) < 0 ? (e = errno, -1) : 1;
     }
@@ -1449,7 +1485,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, const struct timespec *ts)
             r += fds[i].revents != 0;
         }
     }
-    free(own);
+    free(w);
     errno = e;
     return r;
 }

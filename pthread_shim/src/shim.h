@@ -172,6 +172,7 @@ int shim_fclose_stream(FILE *f); /* io.c: fclose of a stream here */
 /* the calling thread's signal mask, signals 1-64 (bit s - 1): for a request */
 int64_t shim_mask_bits(void);
 void shim_mask_of(int64_t bits, sigset_t *set);
+void shim_io_thread_end(void); /* io.c: a mixed poll a handler's jump left, ended */
 void shim_own_child(pid_t pid); /* this node's fork made child pid */
 bool shim_is_own_child(pid_t pid); /* spawn.c: a child of this node's fork */
 /* the program's malloc (heap.c), for what the program frees */

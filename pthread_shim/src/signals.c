@@ -53,8 +53,17 @@ static sighandler_t set_handler(int sig, sighandler_t h, int flags, bool block_s
     return sigaction(sig, &act, &old) ? SIG_ERR : old.sa_handler;
 }
 
-sighandler_t signal(int sig, sighandler_t h) { return set_handler(sig, h, SA_RESTART, true); }
-sighandler_t bsd_signal(int sig, sighandler_t h) { return set_handler(sig, h, SA_RESTART, true); }
+/* siginterrupt's signals: signal() installs their handlers without
+ * SA_RESTART, as glibc's (this node's: the calls are main's, as a rule) */
+static _Atomic uint64_t sigintr;
+
+static int bsd_flags(int sig)
+{
+    return sig >= 1 && sig <= 64 && atomic_load(&sigintr) >> (sig - 1) & 1 ? 0 : SA_RESTART;
+}
+
+sighandler_t signal(int sig, sighandler_t h) { return set_handler(sig, h, bsd_flags(sig), true); }
+sighandler_t bsd_signal(int sig, sighandler_t h) { return set_handler(sig, h, bsd_flags(sig), true); }
 sighandler_t sysv_signal(int sig, sighandler_t h)
 {
     return set_handler(sig, h, (int)(SA_RESETHAND | SA_NODEFER), false);
@@ -228,10 +237,14 @@ int siginterrupt(int sig, int interrupt)
     struct sigaction a;
     if (sigaction(sig, NULL, &a))
         return -1;
-    if (interrupt)
+    uint64_t bit = sig >= 1 && sig <= 64 ? 1ull << (sig - 1) : 0;
+    if (interrupt) {
+        atomic_fetch_or(&sigintr, bit);
         a.sa_flags &= ~SA_RESTART;
-    else
+    } else {
+        atomic_fetch_and(&sigintr, ~bit);
         a.sa_flags |= SA_RESTART;
+    }
     return sigaction(sig, &a, NULL);
 }
 

@@ -386,6 +386,7 @@ static void run_key_destructors(void)
     free(vals);
     vals = NULL;
     nvals = 0;
+    shim_io_thread_end();
 }
 
 __attribute__((constructor)) static void shim_threads_init(void)

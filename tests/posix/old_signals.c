@@ -1,7 +1,8 @@
 /* old_signals: the System V and BSD signal calls act for the whole
  * program, as natively.  Main installs handlers with sigset (SIGUSR1) and
  * ssignal (SIGUSR2), ignores SIGHUP with sigignore, and makes SIGURG's
- * handler interrupt calls with siginterrupt; a thread (on another node)
+ * handler, installed by signal after siginterrupt, interrupt calls; a
+ * thread (on another node)
  * then:
  *   - raises each: the handlers run, SIGHUP is ignored, SIGURG's flags
  *     say no SA_RESTART;
@@ -88,8 +89,8 @@ int main(void)
     CHECK("sigset", sigset(SIGUSR1, on_usr1) == SIG_DFL);
     CHECK("ssignal", ssignal(SIGUSR2, on_usr2) == SIG_DFL);
     CHECK_ERR("sigignore", sigignore(SIGHUP), 0);
-    CHECK("signal_urg", signal(SIGURG, on_urg) == SIG_DFL);
     CHECK_ERR("siginterrupt", siginterrupt(SIGURG, 1), 0);
+    CHECK("signal_urg", signal(SIGURG, on_urg) == SIG_DFL); /* (after: remembered) */
     pthread_t t;
     if (!CHECK_ERR("create", pthread_create(&t, NULL, thread, NULL), 0))
         return check_finish();
