@@ -896,6 +896,9 @@ typedef struct {
     _Atomic int app_threads; /* the program's threads running on this node (thread.c) */
     _Atomic int app_blocked; /* ... of them asleep in a wait of the runtime's (sys.c) */
     _Atomic uint64_t release_ns; /* when this node's last release began (hlrc.c) */
+    /* when a thread here last pulled as a poller (propagate.c): diffs land
+     * on home pages out of its sight for two periods after (hlrc.c) */
+    _Atomic uint64_t poll_ns;
 } cb_ctx_t;
 #define CB_PROGRAM_BYTES (8192 - 8)
 extern cb_ctx_t cb;

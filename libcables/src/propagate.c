@@ -314,8 +314,10 @@ bool cb_pull(uint64_t age_ns, int must, uint64_t page)
     if (!mask)
         return false;
     pulling = true;
-    if (age_ns == 0)
+    if (age_ns == 0) {
         polled = cb_acquires + 1;
+        atomic_store(&cb.poll_ns, cb_now_ns()); /* (before its releases' diffs land) */
+    }
     cb_vc_t mine, target;
     cb_vc_get(mine);
     memcpy(target, mine, sizeof target);
