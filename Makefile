@@ -212,6 +212,10 @@ test: all $(UNIT) $(MULTI)
 	$(UNIT)
 	CABLES_BUILD=$(abspath $(BUILD)) $(MULTI)
 
+# The Grid tests at 4 nodes over tcp, which the default run leaves out for time
+test-wide: all $(MULTI)
+	CABLES_TEST_WIDE=1 CABLES_BUILD=$(abspath $(BUILD)) $(MULTI) --gtest_filter='Grid/*4nodes_tcp'
+
 # The same tests with AddressSanitizer and UndefinedBehaviorSanitizer, in
 # their own build directory; any report fails the run.
 SAN_OPT := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -250,4 +254,4 @@ install: $(LIB) $(LINK_OBJS) $(RUN) $(CC_DRIVER)
 clean:
 	rm -rf $(BUILD) build-san
 
-.PHONY: all test test-sanitize bench bench-splash bench-openmp install clean FORCE
+.PHONY: all test test-wide test-sanitize bench bench-splash bench-openmp install clean FORCE

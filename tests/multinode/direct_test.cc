@@ -136,7 +136,7 @@ TEST(CablesCc, DlopenedLibraryIsEveryNodes)
         auto res = mn::run_cables(4, t, dir + "/dlopen_main", { dir + "/plugin.so" }, { { "CABLES_STATS", "1" } });
         MN_EXPECT_RUN_OK(res, r);
         EXPECT_EQ(r["ok"], "1") << res.describe();
-        EXPECT_EQ(r["count"], "20000") << res.describe();
+        EXPECT_EQ(r["count"], "4000") << res.describe();
         for (int k = 1; k < 4; k++)
             EXPECT_GT(mn::node_stat(res.output, k, "locks="), 0) << res.describe();
     }

@@ -26,7 +26,11 @@ static mn::Result signal_a_node(const Cfg &c, int sig, int *victim_out, pid_t *p
     const int victim = c.nodes == 4 ? 2 : 1;
     *victim_out = victim;
     mn::Proc p;
-    EXPECT_TRUE(p.start(mn::cables_cmd(c.nodes, c.transport, mn::prog("dead_node"))));
+    // a stopped node is found after CABLES_DEAD_TIMEOUT of silence: 5 s
+    // instead of 10 (the nodes here never stop talking; 3 s once took a
+    // node busy on a loaded VM for dead)
+    EXPECT_TRUE(p.start(mn::cables_cmd(c.nodes, c.transport, mn::prog("dead_node")),
+                        { { "CABLES_DEAD_TIMEOUT", "5" } }));
     const std::regex pid_re("(^|\n)node " + std::to_string(victim) + " pid ([0-9]+)\n");
     const std::regex ready_re("(^|\n)ready\n");
     bool ready = p.wait_for(
@@ -105,6 +109,8 @@ TEST_P(DeadNode, FrozenNodeIsDetectedByTheRuntime)
     if (HasFailure())
         return;
     RecordProperty("seconds_to_exit", std::to_string(res.end_time - t_stop));
+    // not before 5 s of its silence (it last spoke just before the stop)
+    EXPECT_GE(res.end_time - t_stop, 4.5) << res.describe();
     EXPECT_FALSE(res.exited && res.exit_code == 0) << res.describe();
     const std::regex dead_re("cables: node [0-9]+: node " + std::to_string(victim) + " \\(pid " +
                              std::to_string(pid) + " on [^)]*\\) is dead or unreachable");

@@ -112,7 +112,10 @@ long long get_ll(const std::map<std::string, std::string> &r, const std::string 
 long long node_stat(const std::string &output, int node, const std::string &key);
 double seconds_now();
 
-// Parameters of every multi-node test: nodes {1,2,4} x transport {shm,tcp}.
+// Parameters of the Grid tests: 1 node; 2 nodes over shm and tcp; 4 nodes
+// over shm, and over tcp too in the wide run (CABLES_TEST_WIDE=1, make
+// test-wide), which CI adds: 4 nodes over tcp on 2 cores took a fifth of
+// the default run's time.
 struct Cfg {
     int nodes;
     const char *transport;
@@ -122,6 +125,7 @@ inline std::ostream &operator<<(std::ostream &o, const Cfg &c)
     return o << c.nodes << "nodes_" << c.transport;
 }
 std::vector<Cfg> all_cfgs();
+bool wide_run();
 std::string cfg_name(const ::testing::TestParamInfo<Cfg> &info);
 
 } // namespace mn
