@@ -132,14 +132,8 @@ static void open_writer(void) { close(open(fifo, O_WRONLY | O_NONBLOCK)); }
 int main(void)
 {
     check_start();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sa.sa_flags = SA_RESTART;
-    CHECK_ERR("sigaction_usr1", sigaction(SIGUSR1, &sa, NULL), 0);
-    sa.sa_handler = on_usr2;
-    sa.sa_flags = 0;
-    CHECK_ERR("sigaction_usr2", sigaction(SIGUSR2, &sa, NULL), 0);
+    check_handler(SIGUSR1, on_usr1, SA_RESTART);
+    check_handler(SIGUSR2, on_usr2, 0);
     CHECK_ERR("dgram_pair", socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), 0);
     CHECK_ERR("stream_pair", socketpair(AF_UNIX, SOCK_STREAM, 0, st), 0);
     void *ret = NULL;

@@ -22,6 +22,9 @@
  *                                the process), else 0
  *   check_block_signal(sig)      the calling thread blocks sig (a timer's
  *                                signals go to the thread they are for)
+ *   check_handler(sig, handler, flags)
+ *                                installs handler (sa_flags flags, an empty
+ *                                sa_mask) for sig: 1, or 0 (check failed)
  *   check_signal_timer(sig, handler, flags, &timer)
  *                                handler (sa_flags flags) for sig, and a
  *                                CLOCK_MONOTONIC timer (not armed) that
@@ -202,15 +205,20 @@ static CHECK_UNUSED void check_block_signal(int sig)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
-static CHECK_UNUSED int check_signal_timer(int sig, void (*handler)(int), int flags,
-                                           timer_t *timer)
+static CHECK_UNUSED int check_handler(int sig, void (*handler)(int), int flags)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
     sa.sa_flags = flags;
     sigemptyset(&sa.sa_mask);
-    if (!CHECK_ERR("sigaction", sigaction(sig, &sa, NULL), 0))
+    return CHECK_ERR("sigaction", sigaction(sig, &sa, NULL), 0);
+}
+
+static CHECK_UNUSED int check_signal_timer(int sig, void (*handler)(int), int flags,
+                                           timer_t *timer)
+{
+    if (!check_handler(sig, handler, flags))
         return 0;
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);

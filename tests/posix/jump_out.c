@@ -247,11 +247,7 @@ int main(void)
     free(p);
     free((void *)block);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr2;
-    sigemptyset(&sa.sa_mask);
-    CHECK_EQ("sigaction_usr2", sigaction(SIGUSR2, &sa, NULL), 0);
+    check_handler(SIGUSR2, on_usr2, 0);
     CHECK_EQ("pipe", pipe(fds), 0);
     char path[64];
     snprintf(path, sizeof path, "/tmp/cables-jump-out-%d", (int)getpid());

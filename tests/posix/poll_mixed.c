@@ -87,11 +87,7 @@ static void *poller(void *arg)
 int main(void)
 {
     check_start();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr2;
-    sa.sa_flags = SA_RESTART; /* (poll ends all the same) */
-    CHECK_ERR("sigaction", sigaction(SIGUSR2, &sa, NULL), 0);
+    check_handler(SIGUSR2, on_usr2, SA_RESTART); /* (poll ends all the same) */
     if (!CHECK_ERR("pipe", pipe(p), 0))
         return check_finish();
     pthread_t t;

@@ -38,11 +38,7 @@ static void *reader(void *arg)
 int main(void)
 {
     check_start();
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sa.sa_flags = SA_RESTART;
-    CHECK_ERR("sigaction", sigaction(SIGUSR1, &sa, NULL), 0);
+    check_handler(SIGUSR1, on_usr1, SA_RESTART);
     int fds[2];
     if (!CHECK_ERR("pipe", pipe(fds), 0))
         return check_finish();
