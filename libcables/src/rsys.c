@@ -200,10 +200,18 @@ long cb_rsys(cb_rsys_t *r)
      * interrupted before it did anything is made again once it ran */
     bool again = took && intr && restart && res == -1 && err == EINTR && w->value3 == 0 &&
                  restarts(si.si_signo);
+    /* cancelled (the cancellation's own signal may have ended the wait
+     * first): acted on below, which unwinds; if it does not, glibc acts on
+     * the cancellation already (the thread was cancelled at one of glibc's
+     * own cancellation points, and this is a call of its cleanup handler):
+     * the call, interrupted before it did anything, is made again, whole,
+     * as natively.  Before, it gave EINTR (a cleanup's read lost). */
+    bool cancelled = how != 1 && res == -1 && err == EINTR && w->value3 == 0 &&
+                     atomic_load(&cb_thr->cancel) && !cb_thr->cancel_off && r->op != SYS_flock;
     /* the answer: the length of each buffer's bytes, then the bytes */
     const uint8_t *p = w->data;
     size_t left = w->len, need = (size_t)r->nbuf * sizeof(uint64_t);
-    if (!again && w->value3 == 0 && left >= need) {
+    if (!again && !cancelled && w->value3 == 0 && left >= need) {
         const uint64_t *lens = (const uint64_t *)(const void *)p;
         at = need;
         for (uint32_t i = 0; i < r->nbuf; i++) {
@@ -227,15 +235,12 @@ long cb_rsys(cb_rsys_t *r)
         pend_again(&si);
     if (held)
         cb_app_signals_let(&was);
-    if (again) {
+    if (cancelled)
+        cb_cancel_act(); /* (marks the thread: the call made again waits) */
+    if (again || cancelled) {
         errno = saved;
         return cb_rsys(r);
     }
-    /* cancelled (the cancellation's own signal may have ended the wait
-     * first): acted on, which unwinds */
-    if (how != 1 && res == -1 && err == EINTR && atomic_load(&cb_thr->cancel) &&
-        !cb_thr->cancel_off && r->op != SYS_flock)
-        cb_cancel_act();
     for (int sig = 1; sig < 64 && cb_app_thread; sig++) /* the call's own signals (raised_here) */
         if (raised >> (sig - 1) & 1)
             syscall(SYS_tgkill, cb_pid(), syscall(SYS_gettid), sig);
