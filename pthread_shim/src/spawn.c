@@ -287,9 +287,10 @@ out:
  * the process (one every program thread blocks, for the thread that
  * sigwaits for it) could land on the proxy, run the program's handler on a
  * runtime thread or end the process, and the command ran with no signal
- * blocked, whatever its caller blocked.  (glibc's system also ignores
- * SIGINT and SIGQUIT in the process while it waits: a command run for
- * another node's thread does not.)
+ * blocked, whatever its caller blocked.  glibc's system also ignores
+ * SIGINT and SIGQUIT in the process while it waits, and so does the
+ * master while it runs another node's command (before, a command that sent
+ * SIGINT to the process ended it: tests/posix/commands.c).
  *
  * popen's streams are all made here, none by glibc's popen, so that a
  * command closes the pipes of the others, as POSIX asks, and pclose,
@@ -320,7 +321,45 @@ static struct piped *piped; /* (piped_mu) */
 static _Atomic int npiped;   /* its entries: fclose looks only where there are */
 static cb_mutex_t piped_mu = CB_MUTEX_INIT;
 
-static int spawn_sh(pid_t *pid, const char *cmd, int64_t mask, const posix_spawn_file_actions_t *fa)
+/* The process ignores SIGINT and SIGQUIT while system's commands run (the
+ * first to start saves their actions, the last to end puts them back, as
+ * glibc's system); the command gets back those the process did not ignore
+ * before (dfl). */
+static cb_mutex_t quiet_mu = CB_MUTEX_INIT;
+static int quiet_n;
+static struct sigaction quiet_was[2];
+static const int quiet_sig[2] = { SIGINT, SIGQUIT };
+
+static void quiet_begin(sigset_t *dfl)
+{
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigemptyset(dfl);
+    cb_mutex_lock(&quiet_mu);
+    for (int i = 0; i < 2; i++) {
+        if (quiet_n == 0)
+            REAL(sigaction)(quiet_sig[i], &ign, &quiet_was[i]);
+        if (quiet_was[i].sa_handler != SIG_IGN)
+            sigaddset(dfl, quiet_sig[i]);
+    }
+    quiet_n++;
+    cb_mutex_unlock(&quiet_mu);
+}
+
+static void quiet_end(void)
+{
+    cb_mutex_lock(&quiet_mu);
+    if (--quiet_n == 0)
+        for (int i = 0; i < 2; i++)
+            REAL(sigaction)(quiet_sig[i], &quiet_was[i], NULL);
+    cb_mutex_unlock(&quiet_mu);
+}
+
+/* dfl: signals the command takes with their default actions (or NULL) */
+static int spawn_sh(pid_t *pid, const char *cmd, int64_t mask, const posix_spawn_file_actions_t *fa,
+                    const sigset_t *dfl)
 {
     /* private copies: the child runs in this memory until its exec, and
      * must not fault on the shared memory */
@@ -335,8 +374,11 @@ static int spawn_sh(pid_t *pid, const char *cmd, int64_t mask, const posix_spawn
         sigset_t m;
         shim_mask_of(mask, &m);
         e = posix_spawnattr_setsigmask(&at, &m);
+        if (!e && dfl)
+            e = posix_spawnattr_setsigdefault(&at, dfl);
         if (!e)
-            e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+            e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+                                                  (dfl ? POSIX_SPAWN_SETSIGDEF : 0));
         if (!e)
             e = REAL(posix_spawn)(pid, "/bin/sh", fa, &at, argv, env);
         posix_spawnattr_destroy(&at);
@@ -360,9 +402,13 @@ static int wait_command(pid_t pid)
 int shim_system_here(const char *cmd, int64_t mask)
 {
     pid_t pid;
-    int e = spawn_sh(&pid, cmd, mask, NULL);
+    sigset_t dfl;
+    quiet_begin(&dfl);
+    int e = spawn_sh(&pid, cmd, mask, NULL, &dfl);
     /* as glibc's: a shell that could not start ended with 127 */
-    return e ? (errno = e, W_EXITCODE(127, 0)) : wait_command(pid);
+    int st = e ? (errno = e, W_EXITCODE(127, 0)) : wait_command(pid);
+    quiet_end();
+    return st;
 }
 
 FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask)
@@ -396,7 +442,7 @@ FILE *shim_popen_here(const char *cmd, const char *mode, int64_t mask)
                 e = posix_spawn_file_actions_addclose(&fa, q->fd);
         pid_t pid = 0;
         if (!e)
-            e = spawn_sh(&pid, cmd, mask, &fa);
+            e = spawn_sh(&pid, cmd, mask, &fa, NULL);
         if (!e) {
             *p = (struct piped){ .next = piped, .f = f, .fd = mine, .pid = pid };
             piped = p;

@@ -7,7 +7,9 @@
  * node's command let every signal in meanwhile, and the process died of a
  * SIGUSR1 (in 1 of 3 runs with one round, the master's communication
  * thread took the others first).  popen's and system's results are checked on the way, from
- * main and from the thread.
+ * main and from the thread; a command that sends SIGINT and SIGQUIT to the
+ * process leaves it alive, as glibc's system ignores them while it waits
+ * (before, another node's command ended the process).
  * RESULT ok=1 checks=N (check.h) */
 #include <sys/wait.h>
 
@@ -104,6 +106,9 @@ static void *thread(void *arg)
     (void)arg;
     run_popen("thread", "echo thread; exit 0", "thread\n");
     CHECK_EQ("thread_system_exit", exit_status(system("exit 5")), 5);
+    /* the process ignores SIGINT and SIGQUIT while system waits (glibc's) */
+    CHECK_EQ("thread_system_ignores_int",
+             exit_status(system("kill -INT $PPID && kill -QUIT $PPID && exit 4")), 4);
     closes_and_failures("thread");
     for (int i = 0; i < ROUNDS; i++) { /* (each round could lose the process) */
         CHECK_EQ("thread_system_kill", exit_status(system("kill -USR1 $PPID")), 0);
@@ -123,6 +128,8 @@ int main(void)
     CHECK_ERR("block", pthread_sigmask(SIG_BLOCK, &set, NULL), 0);
     run_popen("main", "echo main", "main\n");
     CHECK_EQ("main_system_exit", exit_status(system("exit 6")), 6);
+    CHECK_EQ("main_system_ignores_int",
+             exit_status(system("kill -INT $PPID && kill -QUIT $PPID && exit 4")), 4);
     closes_and_failures("main");
     FILE *bad = popen("true", "rw");
     CHECK("popen_rw_refused", bad == NULL && errno == EINVAL);
