@@ -1255,6 +1255,22 @@ static void acquire(const uint32_t *target, bool pull)
 void cb_acquire(const uint32_t *target) { acquire(target, false); }
 void cb_acquire_pull(const uint32_t *target) { acquire(target, true); }
 
+void *cb_release_for(int node, size_t *len)
+{
+    cb_release();
+    cb_vc_t k;
+    cb_known_get(node, k);
+    return cb_notices_encode(k, len, NULL);
+}
+
+void cb_acquire_from(int node, const void *notices, size_t len)
+{
+    cb_vc_t v;
+    cb_notices_merge(notices, len, v);
+    cb_known_update(node, v);
+    cb_acquire(v);
+}
+
 /* ---- collecting the notice logs ----
  * A node needs an interval's notices until it applied them (its acquire)
  * and no node can need them from it any more.  Each time a node's log grew

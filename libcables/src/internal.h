@@ -348,6 +348,11 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out);
 void cb_vc_max(uint32_t *dst, const uint32_t *vc); /* dst := the later of each entry */
 void cb_known_update(int node, const uint32_t *vc); /* node knows at least vc */
 void cb_known_get(int node, uint32_t *vc);
+/* A release whose notices go to node in a message of the caller's own (a
+ * malloc'd buffer of *len bytes), and node's acquire of them: what was
+ * written before the release is seen there after (an exit at the master) */
+void *cb_release_for(int node, size_t *len);
+void cb_acquire_from(int node, const void *notices, size_t len);
 void cb_vc_get(uint32_t *vc);
 /* collecting the notice logs (hlrc.c): each comm thread (each turn) asks
  * for a round when its log grew by CABLES_LOG_GC notices (the master starts

@@ -1421,10 +1421,16 @@ int shim_rs_exec(const char *strings, size_t len, int nargs, int nenv, bool sear
     return (int)cb_rsys(&r);
 }
 
+/* with this node's writes: the exit handlers see them (before, a thread's
+ * last writes before its exit could be missed there) */
 void cb_exit_at_master(int status)
 {
-    cb_rsys_t r = rq(RS_EXIT, status, 0, 0, 0, 0, 0);
+    size_t len;
+    void *n = cb_release_for(0, &len);
+    cb_rsys_t r = rq(RS_EXIT, status, P(n), (int64_t)len, cb.self, 0, 0);
+    with(&r, 1, RSYS_IN, len);
     cb_rsys(&r);
+    free(n);
 }
 
 /* ---- at the master: the streams' calls (cb_rsys_lib) ---- */
@@ -1490,6 +1496,7 @@ static long lib_exec(int64_t op, int64_t a[6], int *err)
         return -1;
     }
     if (op == RS_EXIT) { /* a proxy ends the process, as the program's thread */
+        cb_acquire_from((int)a[3], (const void *)(uintptr_t)a[1], (size_t)a[2]);
         cb_app_thread = true;
         exit((int)a[0]);
     }

@@ -403,7 +403,7 @@ TEST_P(ExitHandlers, ExitOnNodeOneEndsTheProcessAtTheMaster)
                               { { "CABLES_STATS", "1" } });
     EXPECT_TRUE(res.exited && res.exit_code == 5 && !res.timed_out) << res.describe();
     EXPECT_GT(mn::node_stat(res.output, 1, "locks="), 0) << res.describe();
-    EXPECT_NE(res.output.find("EXIT on_exit ran status=5 arg=42"), std::string::npos)
+    EXPECT_NE(res.output.find("EXIT on_exit ran status=5 arg=44"), std::string::npos)
         << res.describe();
     EXPECT_NE(res.output.find("EXIT atexit ran"), std::string::npos) << res.describe();
     EXPECT_EQ(res.output.find("mpirun detected"), std::string::npos) << res.describe();
@@ -420,7 +420,7 @@ TEST_P(ExitHandlers, ErrorOnNodeOneEndsTheProcessAtTheMaster)
     EXPECT_TRUE(res.exited && res.exit_code == 6 && !res.timed_out) << res.describe();
     EXPECT_GT(mn::node_stat(res.output, 1, "locks="), 0) << res.describe();
     EXPECT_NE(res.output.find(": worker gives up 6"), std::string::npos) << res.describe();
-    EXPECT_NE(res.output.find("EXIT on_exit ran status=6 arg=42"), std::string::npos)
+    EXPECT_NE(res.output.find("EXIT on_exit ran status=6 arg=44"), std::string::npos)
         << res.describe();
 }
 

@@ -10,7 +10,9 @@
  * handler.  With the
  * argument "worker-exits" the thread then calls
  * exit(5) while main waits in join: the process ends with status 5, the
- * handlers print status=5 arg=42, and there is no RESULT line; with
+ * handlers print status=5 arg=44 (what the thread wrote last; before, the
+ * master ran them without the thread's last writes: arg=42), and there is
+ * no RESULT line; with
  * "worker-error", the thread's GNU error(6, 0, ...) does the same with
  * status 6 (libc's calls its exit past the shim's).
  * RESULT ok=1 checks=N (check.h) */
@@ -83,6 +85,8 @@ static void *worker(void *unused)
     dtor_data = d;
     CHECK_EQ("atexit", atexit(at_exit_handler), 0);
     CHECK_EQ("on_exit", on_exit(on_exit_handler, &value), 0);
+    if (worker_exits || worker_error)
+        value = 44; /* its last write: the handlers see it */
     if (worker_exits)
         exit(5);
     if (worker_error)
