@@ -9,6 +9,7 @@
  * condition variables keyed by its address for the threads that wait. */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <semaphore.h>
 #include <string.h>
 
@@ -286,18 +287,30 @@ static int wait_on(const void *o, uint64_t ck, uint64_t deadline)
     return cb_cond_wait_held(ck, (uintptr_t)o, CB_LK_NORMAL, deadline, true);
 }
 
-/* ---- read-write locks (readers preferred, as glibc's default) ---- */
+/* ---- read-write locks ----
+ * Readers preferred, as glibc's default; writers with the kind
+ * PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP (glibc's __flags, which its
+ * initializer for that kind sets too): a reader waits while a writer
+ * waits.  An unlock wakes every class that may go on now; so does a waiter
+ * that gives up (a timeout): a reader that timed out, still counted when
+ * an unlock woke the readers only, left a waiting writer asleep with the
+ * lock free (tests/posix/rwlock_kinds.c). */
 typedef struct {
     uint32_t readers, writer, wwait, rwait;
     uint64_t wtid;
 } rw_t; /* inside pthread_rwlock_t; zero is unlocked (the static initializers) */
-_Static_assert(sizeof(rw_t) <= 24, "rw_t must fit before glibc's __flags");
+_Static_assert(sizeof(rw_t) <= offsetof(pthread_rwlock_t, __data.__cur_writer),
+               "rw_t must fit before glibc's fields the shim reads");
 
 int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
 {
     if (!shared_obj(l))
         return REAL(pthread_rwlock_init)(l, a);
+    int kind = PTHREAD_RWLOCK_DEFAULT_NP;
+    if (a)
+        pthread_rwlockattr_getkind_np(a, &kind);
     memset(l, 0, sizeof *l);
+    l->__data.__flags = (unsigned)kind;
     return 0;
 }
 
@@ -311,15 +324,38 @@ int pthread_rwlock_destroy(pthread_rwlock_t *l)
 static uint64_t rd_key(pthread_rwlock_t *l) { return (uintptr_t)l; }
 static uint64_t wr_key(pthread_rwlock_t *l) { return (uintptr_t)l + 1; }
 
+static bool prefer_writers(pthread_rwlock_t *l)
+{
+    return l->__data.__flags == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+}
+
+/* (guarded) which waiters may go on now */
+static void rw_wakes(pthread_rwlock_t *l, bool *rd, bool *wr)
+{
+    rw_t *s = (rw_t *)l;
+    *wr = !s->writer && !s->readers && s->wwait;
+    *rd = !s->writer && s->rwait && !(s->wwait && prefer_writers(l));
+}
+
+/* (not guarded) */
+static void rw_wake(pthread_rwlock_t *l, bool rd, bool wr)
+{
+    if (rd)
+        cb_cond_wake(rd_key(l), true);
+    if (wr)
+        cb_cond_wake(wr_key(l), false);
+}
+
 static int rw_rdlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
 {
     rw_t *s = (rw_t *)l;
     guard(l);
     int rc = 0;
+    bool rd = false, wr = false;
     if (s->writer && s->wtid == cb_tid) {
         rc = EDEADLK;
     } else {
-        while (s->writer && !rc) {
+        while ((s->writer || (s->wwait && prefer_writers(l))) && !rc) {
             if (try) { rc = EBUSY; break; }
             s->rwait++;
             rc = wait_on(l, rd_key(l), deadline);
@@ -327,8 +363,11 @@ static int rw_rdlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
         }
         if (!rc)
             s->readers++;
+        else if (!try)
+            rw_wakes(l, &rd, &wr); /* (what this one's wait may have taken) */
     }
     unguard(l);
+    rw_wake(l, rd, wr);
     if (rc == ECANCELED) {
         cb_cancel_act();
         return rw_rdlock(l, try, deadline);
@@ -341,6 +380,7 @@ static int rw_wrlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
     rw_t *s = (rw_t *)l;
     guard(l);
     int rc = 0;
+    bool rd = false, wr = false;
     if (s->writer && s->wtid == cb_tid) {
         rc = EDEADLK;
     } else {
@@ -353,9 +393,12 @@ static int rw_wrlock(pthread_rwlock_t *l, bool try, uint64_t deadline)
         if (!rc) {
             s->writer = 1;
             s->wtid = cb_tid;
+        } else if (!try) {
+            rw_wakes(l, &rd, &wr); /* (readers held back by this writer) */
         }
     }
     unguard(l);
+    rw_wake(l, rd, wr);
     if (rc == ECANCELED) {
         cb_cancel_act();
         return rw_wrlock(l, try, deadline);
@@ -429,13 +472,11 @@ int pthread_rwlock_unlock(pthread_rwlock_t *l)
     } else {
         rc = EPERM;
     }
-    bool wake_rd = !rc && !s->writer && s->rwait;
-    bool wake_wr = !rc && !s->writer && !s->readers && s->wwait && !wake_rd;
+    bool rd = false, wr = false;
+    if (!rc)
+        rw_wakes(l, &rd, &wr);
     unguard(l);
-    if (wake_rd)
-        cb_cond_wake(rd_key(l), true);
-    if (wake_wr)
-        cb_cond_wake(wr_key(l), false);
+    rw_wake(l, rd, wr);
     return rc;
 }
 
