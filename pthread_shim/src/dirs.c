@@ -259,6 +259,13 @@ int readdir_r(DIR *d, struct dirent *ent, struct dirent **res)
     *res = e ? ent : NULL;
     return err;
 }
+
+int readdir64_r(DIR *d, struct dirent64 *ent, struct dirent64 **res)
+{
+    if (!rdir(d))
+        return REAL(readdir64_r)(d, ent, res);
+    return readdir_r(d, (struct dirent *)ent, (struct dirent **)res);
+}
 #pragma GCC diagnostic pop
 
 void rewinddir(DIR *d)

@@ -536,6 +536,31 @@ int creat(const char *path, mode_t mode)
     return RETRY(PATH(path), LIBC(creat)(path, mode));
 }
 
+int creat64(const char *path, mode_t mode) { return creat(path, mode); }
+
+/* _FORTIFY_SOURCE's opens of flags the compiler could not see (no mode):
+ * flags that ask for a mode are glibc's (it ends the program, naming the
+ * call); the others the shim's open.  Before, another node's thread opened
+ * its own descriptor, whose number named another file at the master. */
+#define OPEN_2(name, open_name)                                              \
+    int name(const char *path, int flags)                                    \
+    {                                                                        \
+        if (open_has_mode(flags))                                            \
+            return REAL(name)(path, flags);                                  \
+        return open_name(path, flags);                                       \
+    }
+OPEN_2(__open_2, open)
+OPEN_2(__open64_2, open64)
+#define OPENAT_2(name, openat_name)                                          \
+    int name(int dir, const char *path, int flags)                           \
+    {                                                                        \
+        if (open_has_mode(flags))                                            \
+            return REAL(name)(dir, path, flags);                             \
+        return openat_name(dir, path, flags);                                \
+    }
+OPENAT_2(__openat_2, openat)
+OPENAT_2(__openat64_2, openat64)
+
 /* ---- calls on paths ----
  * The file system is the master's, as the descriptors are: on another
  * node an application thread's call on a path (but /proc and /sys, which

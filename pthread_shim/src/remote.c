@@ -63,7 +63,7 @@ enum {
     RS_FFLUSH, RS_FWRITE, RS_FREAD, RS_FGETS, RS_FGETC, RS_UNGETC, RS_FPUTC, RS_GETDELIM,
     RS_FSEEK, RS_FTELL, RS_FEOF, RS_FERROR, RS_CLEARERR, RS_FILENO, RS_SETVBUF,
     RS_CXA_ATEXIT, RS_ON_EXIT, RS_EXIT, RS_PROC, RS_REALPATH, RS_TEMP, RS_SHM_OPEN, RS_SHM_UNLINK,
-    RS_STATVFS, RS_SYSTEM, RS_EXEC, RS_SENDMSG, RS_RECVMSG,
+    RS_STATVFS, RS_FPATHCONF, RS_SYSTEM, RS_EXEC, RS_SENDMSG, RS_RECVMSG,
 };
 
 #define rq shim_rq
@@ -843,6 +843,132 @@ ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
     return sendfile(out, in, (off_t *)off, n);
 }
 
+/* Calls libc makes past the shim (a system call of its own, or its own
+ * fcntl, read, write): on a master's descriptor, made at the master.
+ * Before, another node's thread made them on its own descriptor of that
+ * number (EBADF, or another file). */
+static ssize_t move_two(long nr, int in, loff_t *off_in, int out, loff_t *off_out, size_t n,
+                        unsigned flags)
+{
+    cb_rsys_t r = rq(nr, in, P(off_in), out, P(off_out), (int64_t)n, flags);
+    with(&r, 1, RSYS_IN | RSYS_OUT, sizeof *off_in);
+    with(&r, 3, RSYS_IN | RSYS_OUT, sizeof *off_out);
+    return cb_rsys(&r);
+}
+
+ssize_t copy_file_range(int in, loff_t *off_in, int out, loff_t *off_out, size_t n, unsigned flags)
+{
+    if (!shim_remote_fd(in) && !shim_remote_fd(out))
+        return REAL(copy_file_range)(in, off_in, out, off_out, n, flags);
+    return move_two(SYS_copy_file_range, in, off_in, out, off_out, n, flags);
+}
+
+ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t n, unsigned flags)
+{
+    if (!shim_remote_fd(in) && !shim_remote_fd(out))
+        return REAL(splice)(in, off_in, out, off_out, n, flags);
+    return move_two(SYS_splice, in, off_in, out, off_out, n, flags);
+}
+
+ssize_t tee(int in, int out, size_t n, unsigned flags)
+{
+    if (!shim_remote_fd(in) && !shim_remote_fd(out))
+        return REAL(tee)(in, out, n, flags);
+    return sys6(SYS_tee, in, out, (int64_t)n, flags);
+}
+
+FD_CALL(int, syncfs, (int fd), (fd), fd, SYS_syncfs, fd, 0, 0, 0)
+FD_CALL(ssize_t, readahead, (int fd, off64_t off, size_t n), (fd, off, n), fd, SYS_readahead, fd,
+        off, (int64_t)n, 0)
+
+/* these two give the error number */
+#define FD_ERR(name, params, args, fd, nr, ...)                              \
+    int name params                                                          \
+    {                                                                        \
+        if (!shim_remote_fd(fd))                                             \
+            return REAL(name) args;                                          \
+        int saved = errno, r = sys6(nr, __VA_ARGS__) ? errno : 0;            \
+        errno = saved;                                                       \
+        return r;                                                            \
+    }
+FD_ERR(posix_fallocate, (int fd, off_t off, off_t len), (fd, off, len), fd, SYS_fallocate, fd, 0,
+       off, len)
+FD_ERR(posix_fallocate64, (int fd, off64_t off, off64_t len), (fd, off, len), fd, SYS_fallocate,
+       fd, 0, off, len)
+FD_ERR(posix_fadvise, (int fd, off_t off, off_t len, int advice), (fd, off, len, advice), fd,
+       SYS_fadvise64, fd, off, len, advice)
+FD_ERR(posix_fadvise64, (int fd, off64_t off, off64_t len, int advice), (fd, off, len, advice), fd,
+       SYS_fadvise64, fd, off, len, advice)
+
+int futimens(int fd, const struct timespec t[2])
+{
+    if (!shim_remote_fd(fd))
+        return REAL(futimens)(fd, t);
+    cb_rsys_t r = rq(SYS_utimensat, fd, 0, P(t), 0, 0, 0);
+    with(&r, 2, RSYS_IN, 2 * sizeof *t);
+    return (int)cb_rsys(&r);
+}
+
+int futimes(int fd, const struct timeval tv[2])
+{
+    if (!shim_remote_fd(fd))
+        return REAL(futimes)(fd, tv);
+    struct timespec t[2];
+    for (int i = 0; tv && i < 2; i++)
+        t[i] = (struct timespec){ tv[i].tv_sec, tv[i].tv_usec * 1000 };
+    return futimens(fd, tv ? t : NULL);
+}
+
+/* as glibc's, with the shim's fcntl */
+int lockf(int fd, int cmd, off_t len)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(lockf)(fd, cmd, len);
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_CUR, .l_start = 0, .l_len = len };
+    switch (cmd) {
+    case F_TEST:
+        fl.l_type = F_RDLCK;
+        if (fcntl(fd, F_GETLK, &fl) < 0)
+            return -1;
+        if (fl.l_type == F_UNLCK || fl.l_pid == getpid())
+            return 0;
+        return errno = EACCES, -1;
+    case F_ULOCK:
+        fl.l_type = F_UNLCK;
+        return fcntl(fd, F_SETLK, &fl);
+    case F_LOCK:
+        return fcntl(fd, F_SETLKW, &fl);
+    case F_TLOCK:
+        return fcntl(fd, F_SETLK, &fl);
+    }
+    return errno = EINVAL, -1;
+}
+
+int lockf64(int fd, int cmd, off64_t len) { return lockf(fd, cmd, (off_t)len); }
+
+/* (libc's reads the file system's statfs itself) */
+long fpathconf(int fd, int name)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(fpathconf)(fd, name);
+    return shim_rs_path(RS_FPATHCONF, 0, fd, name, 0, 0, 0, -1, 0, -1, 0, 0);
+}
+
+/* with the shim's read and write */
+int eventfd_read(int fd, eventfd_t *v)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(eventfd_read)(fd, v);
+    return read(fd, v, sizeof *v) == sizeof *v ? 0 : -1;
+}
+
+int eventfd_write(int fd, eventfd_t v)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(eventfd_write)(fd, v);
+    return write(fd, &v, sizeof v) == sizeof v ? 0 : -1;
+}
+
 /* fcntl: an int, a struct flock (locks) or a struct f_owner_ex, by command */
 static long fcntl_remote(int fd, int cmd, void *arg)
 {
@@ -931,6 +1057,43 @@ int isatty(int fd)
     if (errno == EINVAL)
         errno = ENOTTY;
     return 0;
+}
+
+/* glibc's termios from the kernel's, as its tcgetattr (its own ioctl) */
+struct kernel_termios {
+    tcflag_t c_iflag, c_oflag, c_cflag, c_lflag;
+    cc_t c_line, c_cc[19];
+};
+_Static_assert(sizeof(struct kernel_termios) == KERNEL_TERMIOS, "the kernel's struct termios");
+
+int tcgetattr(int fd, struct termios *t)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(tcgetattr)(fd, t);
+    struct kernel_termios k;
+    if (ioctl(fd, TCGETS, &k))
+        return -1;
+    memset(t, 0, sizeof *t);
+    t->c_iflag = k.c_iflag, t->c_oflag = k.c_oflag, t->c_cflag = k.c_cflag;
+    t->c_lflag = k.c_lflag, t->c_line = k.c_line;
+    t->c_ispeed = t->c_ospeed = k.c_cflag & (CBAUD | CBAUDEX);
+    memcpy(t->c_cc, k.c_cc, sizeof k.c_cc);
+    memset(t->c_cc + sizeof k.c_cc, _POSIX_VDISABLE, sizeof t->c_cc - sizeof k.c_cc);
+    return 0;
+}
+
+int tcsetattr(int fd, int how, const struct termios *t)
+{
+    if (!shim_remote_fd(fd))
+        return REAL(tcsetattr)(fd, how, t);
+    unsigned long req = how == TCSANOW ? TCSETS : how == TCSADRAIN ? TCSETSW
+                        : how == TCSAFLUSH ? TCSETSF : 0;
+    if (!req)
+        return errno = EINVAL, -1;
+    struct kernel_termios k = { .c_iflag = t->c_iflag, .c_oflag = t->c_oflag,
+                                .c_cflag = t->c_cflag, .c_lflag = t->c_lflag, .c_line = t->c_line };
+    memcpy(k.c_cc, t->c_cc, sizeof k.c_cc);
+    return ioctl(fd, req, &k);
 }
 
 /* ---- streams ---- */
@@ -1313,6 +1476,22 @@ int fsetpos(FILE *f, const fpos_t *pos)
     return shim_rs_fseek(f, pos->__pos, SEEK_SET);
 }
 
+/* (the same layout on 64-bit Linux; programs built with
+ * _FILE_OFFSET_BITS=64 call these names) */
+int fgetpos64(FILE *f, fpos64_t *pos)
+{
+    if (!shim_remote_file(f))
+        return REAL(fgetpos64)(f, pos);
+    return fgetpos(f, (fpos_t *)pos);
+}
+
+int fsetpos64(FILE *f, const fpos64_t *pos)
+{
+    if (!shim_remote_file(f))
+        return REAL(fsetpos64)(f, pos);
+    return fsetpos(f, (const fpos_t *)pos);
+}
+
 /* each call on the master's stream is whole there, under its lock; a
  * lock across calls is not made (the master's proxies are a pool) */
 void flockfile(FILE *f)
@@ -1477,6 +1656,8 @@ static long lib_exec_fs(int64_t op, int64_t a[6], int *err)
     else if (op == RS_STATVFS)
         r = s ? statvfs(s, (struct statvfs *)(uintptr_t)a[2])
               : fstatvfs((int)a[1], (struct statvfs *)(uintptr_t)a[2]);
+    else if (op == RS_FPATHCONF)
+        r = fpathconf((int)a[1], (int)a[2]);
     *err = r == -1 ? errno : 0;
     return r;
 }
