@@ -16,6 +16,8 @@ CXXFLAGS := -std=c++17 $(OPT) -Wall -Ilibcables/include -Ilibcables/src $(EXTRA_
 LIB_SRCS := $(wildcard libcables/src/*.c pthread_shim/src/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/lib/libcables.so
+# pthread_once's cleanup runs for a C++ exception too (threads.c)
+$(BUILD)/pthread_shim/src/threads.o: CFLAGS += -fexceptions
 LINK_OBJS := $(BUILD)/lib/cables/head.o $(BUILD)/lib/cables/tail.o $(BUILD)/lib/cables/atomics.o \
              $(BUILD)/lib/cables/cables_atomics.h $(BUILD)/lib/cables/flush_plugin.so \
              $(BUILD)/lib/cables/gomp.o $(BUILD)/lib/cables/openmp/libgomp.spec

@@ -265,6 +265,12 @@ int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abs)
 /* ---- once: a cluster lock on the control word's address guards it ---- */
 #define ONCE_DONE 0x4f4e4345 /* "ONCE" */
 
+static void once_give(void *once) { cb_lock_give((uintptr_t)once, cb_tid, CB_LK_NORMAL); }
+
+/* An init that does not return (cancelled, pthread_exit, a C++ exception:
+ * this file is built with -fexceptions) leaves the control word not done
+ * and the lock given back, as glibc's: the next caller runs init.  Before,
+ * the lock stayed taken and the next caller waited for ever. */
 int pthread_once(pthread_once_t *once, void (*init)(void))
 {
     if (!shared_obj(once) || !cb_app_thread)
@@ -272,7 +278,9 @@ int pthread_once(pthread_once_t *once, void (*init)(void))
     uint64_t key = (uintptr_t)once;
     cb_lock_take(key, cb_tid, CB_LK_NORMAL, UINT64_MAX);
     if (*(volatile int *)once != ONCE_DONE) {
+        pthread_cleanup_push(once_give, once);
         init();
+        pthread_cleanup_pop(0);
         *(volatile int *)once = ONCE_DONE;
     }
     cb_lock_give(key, cb_tid, CB_LK_NORMAL);
