@@ -337,6 +337,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_MOVE_PAGE: cb_on_move_page(m, p, len); break;
     case M_MOVE_DONE: cb_on_move_done(m); break;
     case M_LOCK_BUSY: cb_on_lock_busy(m); break;
+    case M_LOCK_STRAY: cb_on_lock_stray(m, p, len); break;
     case M_PLACE: cb_on_place(m); break;
     case M_THREAD_GONE: cb_on_thread_gone(m); break;
     case M_THREADS_IDLE: cb_on_threads_idle(m); break;

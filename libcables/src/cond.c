@@ -51,8 +51,10 @@ int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
 }
 
 /* held: the caller holds the program's signals off while it holds lkey
- * (cb_signals_hold_enter): let in while it waits without it */
-int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, bool held)
+ * (cb_signals_hold_enter): let in while it waits without it; intr (held):
+ * a handler that ran on this thread meanwhile ends the wait (EINTR) */
+static int cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, bool held,
+                     bool intr)
 {
     /* a mutex that says who holds it, not held by the caller: refused, as
      * glibc's (before, the wait went on and took the mutex at its end) */
@@ -65,19 +67,33 @@ int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline,
     cb_rpc(0, &m, NULL); /* registered before the unlock */
     uint32_t depth = cb_lock_depth(lkey, 1);
     cb_lock_give(lkey, cb_tid, kind);
-    if (held)
+    bool ran = false; /* a handler ran as the signals came in: before the sleep */
+    if (held && intr)
+        ran = cb_signals_hold_leave_ran(deadline == UINT64_MAX);
+    else if (held)
         cb_signals_hold_leave();
     int rc = 0;
-    while (!cb_waiter_wait_cancellable(wake, deadline)) {
-        bool cancel = cancelled();
-        if (!cancel && cb_now_ns() < deadline)
-            continue; /* a cancellation that is disabled: wait on */
-        cb_msg_t x = { .type = M_COND_CANCEL, .a = ckey, .b = (uintptr_t)wake };
-        if (cb_rpc(0, &x, NULL) == 1)
-            rc = cancel ? ECANCELED : ETIMEDOUT;
-        else
-            cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
-        break;
+    if (intr) {
+        int how = ran ? -2 : cb_waiter_wait_intr_until(wake, deadline);
+        if (how != 1) {
+            cb_msg_t x = { .type = M_COND_CANCEL, .a = ckey, .b = (uintptr_t)wake };
+            if (cb_rpc(0, &x, NULL) == 1)
+                rc = how == -1 ? ECANCELED : how == -2 ? EINTR : ETIMEDOUT;
+            else
+                cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
+        }
+    } else {
+        while (!cb_waiter_wait_cancellable(wake, deadline)) {
+            bool cancel = cancelled();
+            if (!cancel && cb_now_ns() < deadline)
+                continue; /* a cancellation that is disabled: wait on */
+            cb_msg_t x = { .type = M_COND_CANCEL, .a = ckey, .b = (uintptr_t)wake };
+            if (cb_rpc(0, &x, NULL) == 1)
+                rc = cancel ? ECANCELED : ETIMEDOUT;
+            else
+                cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
+            break;
+        }
     }
     cb_waiter_free(wake);
     if (held)
@@ -85,6 +101,16 @@ int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline,
     cb_lock_take(lkey, cb_tid, kind, UINT64_MAX);
     cb_lock_depth(lkey, depth);
     return rc;
+}
+
+int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, bool held)
+{
+    return cond_wait(ckey, lkey, kind, deadline, held, false);
+}
+
+int cb_cond_wait_intr(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
+{
+    return cond_wait(ckey, lkey, kind, deadline, true, true);
 }
 
 int cables_cond_timedwait(cables_cond_t *c, cables_lock_t *l, uint64_t timeout_ns)

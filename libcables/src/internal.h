@@ -69,6 +69,9 @@ void cb_mutex_unlock(cb_mutex_t *m);
  * around any lock the runtime's threads or a fault take too */
 void cb_signals_hold_enter(void);
 void cb_signals_hold_leave(void);
+/* cb_signals_hold_leave, true if a signal held off came in then (its
+ * handler ran on this thread; with restart, one without SA_RESTART) */
+bool cb_signals_hold_leave_ran(bool restart);
 /* a detached (or, with join, joinable) system thread on private memory */
 int cb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool detached);
 /* ... joinable, with a stack of stack bytes (a thread of the runtime that
@@ -158,6 +161,11 @@ bool cb_waiter_wait_cancellable(cb_waiter_t *w, uint64_t deadline_ns);
  * one without SA_RESTART) or its cancellation is asked and enabled (-1;
  * application threads) */
 int cb_waiter_wait_intr(cb_waiter_t *w, bool restart);
+/* Wait for w (1), the deadline (0; UINT64_MAX: none), this application
+ * thread's cancellation asked and enabled (-1) or a handler that ran on
+ * this thread (-2): with a deadline whatever its SA_RESTART, without one
+ * a handler without SA_RESTART (the kernel's futex wait, glibc's sem_wait) */
+int cb_waiter_wait_intr_until(cb_waiter_t *w, uint64_t deadline_ns);
 /* a cancellation asked: wake w's waiter, whose wait may have just begun */
 void cb_waiter_poke(cb_waiter_t *w);
 /* Wait for w (1), a signal of take taken (-2, its siginfo in *si) or,
@@ -184,6 +192,7 @@ enum cb_msg_type {
     M_REVOKE, M_REVOKE_ACK,
     M_THREAD_OP, M_PROC, M_RSYS, M_SIGNAL,
     M_PULL, M_PULL_REPLY,
+    M_LOCK_STRAY,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -545,6 +554,11 @@ bool cb_lock_owned(uint64_t key, uint64_t who); /* held here by who */
  * ECANCELED (the thread was cancelled; the lock is held again) */
 int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline);
 int cb_cond_wait_held(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, bool held);
+/* cb_cond_wait_held (held), which a handler that ran on this thread during
+ * the wait ends (as cb_waiter_wait_intr_until's): EINTR, out of the queue
+ * before a wake (a wake that came first is taken: 0), as glibc's sem_wait
+ * and sem_timedwait (tests/posix/sem_intr.c) */
+int cb_cond_wait_intr(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline);
 int cb_cond_wake(uint64_t ckey, bool all); /* how many were woken */
 /* barrier.c: 1 for one thread of each round (PTHREAD_BARRIER_SERIAL_THREAD) */
 int cb_barrier_wait(cables_barrier_t *b);
@@ -581,6 +595,7 @@ void cb_cpus_fold(void *set, size_t size);
 
 /* lock.c, barrier.c, cond.c, thread.c: comm-thread handlers */
 void cb_on_lock_busy(const cb_msg_t *m);
+void cb_on_lock_stray(const cb_msg_t *m, const void *p, size_t len);
 void cb_on_place(const cb_msg_t *m);
 /* master: node k is attached (ok) or failed: answer the placements on it */
 void cb_place_attached(int k, bool ok);

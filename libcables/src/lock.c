@@ -208,6 +208,29 @@ int cb_lock_take(uint64_t key, uint64_t who, int kind, uint64_t deadline)
     return 0;
 }
 
+/* A normal lock's unlock by a thread of a node without its token: every
+ * other node is told (M_LOCK_STRAY), with this node's writes released and
+ * their notices along (what was written before the unlock is seen by the
+ * next taker, as after a give here); the one whose token is held gives it
+ * (cb_on_lock_stray), the others have nothing to give.  The token is at
+ * one node at a time; one on its way was given already (as a second
+ * unlock of glibc's, it may then release the next holder's hold). */
+static void give_elsewhere(uint64_t key)
+{
+    cb_release();
+    int n = atomic_load(&cb.nnodes);
+    for (int k = 0; k < n; k++) {
+        if (k == cb.self || !cb_node_up(k))
+            continue;
+        cb_vc_t kv;
+        cb_known_get(k, kv);
+        size_t len;
+        void *p = cb_notices_encode(kv, &len, NULL);
+        cb_msg_t m = { .type = M_LOCK_STRAY, .a = key };
+        cb_send(k, &m, p, len, true);
+    }
+}
+
 int cb_lock_give(uint64_t key, uint64_t who, int kind)
 {
     cb_mutex_lock(&lk_mu);
@@ -221,10 +244,19 @@ int cb_lock_give(uint64_t key, uint64_t who, int kind)
         cb_mutex_unlock(&lk_mu);
         return 0;
     }
-    if (!s->held) { /* a stray unlock of a normal lock: nothing to give.  Going on
-                     * would hand the lock to local waiters (or the token to the
+    if (!s->held) { /* a stray unlock of a normal lock: nothing to give here.  Going
+                     * on would hand the lock to local waiters (or the token to the
                      * next node) while the token may still be on its way here. */
+        /* the token is elsewhere: it may be held there (glibc lets any
+         * thread unlock a normal mutex: one locked by a thread of node 1
+         * and unlocked by main, a binary semaphore, stayed locked for
+         * ever).  The node holding it gives it, as its holder's give;
+         * the token here and not held: the lock is free already; never
+         * asked for by any node (the manager knows): never locked */
+        bool elsewhere = !s->token && !(cb.self == 0 && s->tail < 0);
         cb_mutex_unlock(&lk_mu);
+        if (elsewhere)
+            give_elsewhere(key);
         return 0;
     }
     cb_mutex_unlock(&lk_mu);
@@ -331,6 +363,45 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
     }
     cb_mutex_unlock(&lk_mu);
     cb_node_idle(); /* an attached node may have waited only for this */
+}
+
+/* M_LOCK_STRAY a=key, payload = the unlocker's notices: a normal lock
+ * unlocked by a thread of node src, which had not its token (give_elsewhere).
+ * Held here: given, as by its holder (the notices are merged into this
+ * node's log first: a grant carries them on, a taker here acquires them). */
+void cb_on_lock_stray(const cb_msg_t *m, const void *p, size_t len)
+{
+    uint32_t *v = malloc(sizeof(cb_vc_t));
+    if (!v)
+        cb_die("node %d: out of memory for a lock's unlock", cb.self);
+    cb_notices_merge(p, len, v);
+    cb_known_update(m->src, v);
+    uint64_t key = m->a;
+    bool ask = false;
+    cb_mutex_lock(&lk_mu);
+    lk_t *s;
+    HASH_FIND(hh, locks, &key, sizeof key, s);
+    if (s && s->token && s->held) {
+        s->held = false;
+        s->depth = 0;
+        if (s->next_node >= 0) { /* its notices went into the log: the grant carries them */
+            if (grant_next(s) && s->qhead && !s->requested)
+                ask = s->requested = true;
+        } else if (s->qhead) {
+            hand_to_head(s, v);
+            v = NULL;
+        } else if (s->acq) { /* the next taker here acquires them */
+            for (int i = 0; i < CB_MAX_NODES; i++)
+                if (s->acq[i] < v[i]) s->acq[i] = v[i];
+        } else {
+            s->acq = v;
+            v = NULL;
+        }
+    }
+    cb_mutex_unlock(&lk_mu);
+    free(v);
+    if (ask)
+        send_request(key, false);
 }
 
 /* the previous tail says a try lost: the lock is held or wanted there */

@@ -173,6 +173,27 @@ int cb_waiter_wait_intr(cb_waiter_t *w, bool restart)
     return r == -2 ? 0 : r;
 }
 
+int cb_waiter_wait_intr_until(cb_waiter_t *w, uint64_t deadline)
+{
+    cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
+    if (t)
+        atomic_store(&t->waiting, w); /* where a cancellation wakes it */
+    int r; /* none: untimed, as glibc's sem_wait (the kernel restarts it after a
+            * handler with SA_RESTART); else timed, a day at a time (the kernel
+            * ends a timed sleep after any handler), as its sem_timedwait */
+    if (deadline == UINT64_MAX)
+        r = wait_core(w, UINT64_MAX, t, true);
+    else for (;;) {
+        uint64_t now = cb_now_ns(), day = now + 86400000000000ull;
+        r = wait_core(w, day < deadline ? day : deadline, t, true);
+        if (r != 0 || cb_now_ns() >= deadline)
+            break;
+    }
+    if (t)
+        atomic_store(&t->waiting, NULL);
+    return r;
+}
+
 int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si, bool cancellable)
 {
     static const struct timespec none, tick = { 0, 250000000 }; /* (a lost wake: not for ever) */
@@ -242,6 +263,23 @@ void cb_signals_hold_leave(void)
         held_off = false;
         cb_app_signals_unblock(&hold_added);
     }
+}
+
+bool cb_signals_hold_leave_ran(bool restart)
+{
+    bool ran = false;
+    if (hold_depth == 1 && held_off) {
+        sigset_t pending; /* the kernel's: those held off that come in now */
+        sigemptyset(&pending);
+        if (syscall(SYS_rt_sigpending, &pending, _NSIG / 8) == 0)
+            for (int s = 1; s <= 64 && !ran; s++) {
+                struct sigaction sa;
+                ran = sigismember(&hold_added, s) == 1 && sigismember(&pending, s) == 1 &&
+                      !(restart && cb_sigaction(s, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART));
+            }
+    }
+    cb_signals_hold_leave();
+    return ran;
 }
 
 void *cb_malloc(size_t n)
