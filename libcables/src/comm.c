@@ -346,6 +346,7 @@ void cb_dispatch(const cb_msg_t *m, const void *p, size_t len)
     case M_THREAD_OP: cb_on_thread_op(m, p, len); break;
     case M_PROC: cb_on_proc(m, p, len); break;
     case M_RSYS: cb_on_rsys(m, p, len); break;
+    case M_WAIT: cb_on_wait(m); break;
     case M_SIGNAL: cb_on_signal(m, p, len); break;
     case M_PULL: cb_on_pull(m, p, len); break;
     case M_PULL_REPLY: cb_on_pull_reply(m, p, len); break;

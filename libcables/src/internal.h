@@ -192,7 +192,7 @@ enum cb_msg_type {
     M_REVOKE, M_REVOKE_ACK,
     M_THREAD_OP, M_PROC, M_RSYS, M_SIGNAL,
     M_PULL, M_PULL_REPLY,
-    M_LOCK_STRAY,
+    M_LOCK_STRAY, M_WAIT,
     M_TYPES
 };
 /* M_FETCH b: how the request travels (FETCH_HOW), and FETCH_NO_DATA: the
@@ -651,6 +651,18 @@ extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
  * go (pthread_shim: what its node's stdout holds goes out) */
 extern void (*cb_release_hook)(void);
 void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);
+/* A wait (wait4's or waitid's) made at another node, where the children of
+ * its own fork are, without waiting (WNOHANG): op SYS_wait4 (b its pid) or
+ * SYS_waitid (b its idtype, c its id), made there by the communication
+ * thread (spawn.c's wait_spread).  Its result, or -1 with errno (ECHILD for
+ * a node gone); what the call stored in *out. */
+typedef struct {
+    int32_t status;
+    struct rusage ru;
+    siginfo_t si;
+} cb_wait_out_t;
+long cb_wait_at(int node, int64_t op, int64_t b, int64_t c, int options, cb_wait_out_t *out);
+void cb_on_wait(const cb_msg_t *m);
 /* What a process has once, so every node process alike (proc.c): signal
  * dispositions, the working directory, the file mode mask, the environment
  * and the locale.  A change is made at the master (cb_proc_change, called

@@ -59,6 +59,7 @@
 #include <time.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -533,4 +534,56 @@ void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len)
         if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1)) {}
     }
     syscall(SYS_futex, (uint32_t *)&jobs_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); /* one proxy */
+}
+
+/* ---- a wait at another node, for this node's application thread ---- */
+
+/* comm thread: M_WAIT a = SYS_wait4 or SYS_waitid, b = its pid (or idtype),
+ * c = its id (waitid), d = its options; made here without waiting (WNOHANG
+ * added), a quick call.  Answer: a = result, b = errno, payload: the
+ * status, rusage and siginfo (cb_wait_out_t). */
+void cb_on_wait(const cb_msg_t *m)
+{
+    cb_wait_out_t o;
+    memset(&o, 0, sizeof o);
+    int opt = (int)m->d | WNOHANG;
+    long r;
+    if (m->a == SYS_wait4)
+        r = syscall(SYS_wait4, (pid_t)(int64_t)m->b, &o.status, opt, &o.ru);
+    else if (m->a == SYS_waitid)
+        r = syscall(SYS_waitid, (int)m->b, (id_t)m->c, &o.si, opt, NULL);
+    else
+        r = -1, errno = EINVAL;
+    int err = r == -1 ? errno : 0;
+    cb_msg_t rep = { .type = M_REPLY, .a = (uint64_t)(int64_t)r, .b = (uint64_t)err };
+    cb_reply(m, &rep, &o, sizeof o, false);
+}
+
+struct wait_ans {
+    long r;
+    int err;
+    cb_wait_out_t *out;
+};
+
+static void wait_answer(int k, const cb_waiter_t *w, void *arg)
+{
+    (void)k;
+    struct wait_ans *a = arg;
+    a->r = (long)w->value;
+    a->err = (int)w->value2;
+    if (w->data)
+        memcpy(a->out, w->data, w->len < sizeof *a->out ? w->len : sizeof *a->out);
+}
+
+long cb_wait_at(int node, int64_t op, int64_t b, int64_t c, int options, cb_wait_out_t *out)
+{
+    memset(out, 0, sizeof *out);
+    struct wait_ans a = { .r = -1, .err = ECHILD, .out = out }; /* a node gone has no child */
+    cb_msg_t m = { .type = M_WAIT, .a = (uint64_t)op, .b = (uint64_t)b, .c = (uint64_t)c,
+                   .d = (uint64_t)(int64_t)options };
+    if (node >= 0 && node < CB_MAX_NODES && cb_node_up(node))
+        cb_ask_all(1ull << node, &m, NULL, 0, wait_answer, &a);
+    if (a.r == -1)
+        errno = a.err;
+    return a.r;
 }

@@ -9,10 +9,10 @@
  * naming one of the master's descriptors reached whatever that node had of
  * that number.
  *
- * A wait for a child is made where the child is: at this node for the
- * children its own fork made (a fork copies this node process, which only
- * this node can do), else at the master.  A wait for any child goes to
- * this node while it has children of its own not yet waited for.
+ * A wait for a child is made where the child is: at the node whose fork
+ * made it (a fork copies the calling node process, which only that node
+ * can do), at the master for the spawned ones; a wait for any child looks
+ * at every node (wait_spread).
  *
  * The file actions are glibc's record (posix_spawn_file_actions_t's
  * actions are internal to glibc); the layout is checked once against
@@ -529,21 +529,16 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
     return spawn_any(pid, file, fa, attr, argv, envp, true);
 }
 
-/* a wait for pid (wait4's: -1 any child, 0 or < -1 a group) is this node's */
-static bool wait_here(pid_t pid)
+/* a wait of an application thread in a run of several nodes: made where
+ * the children are (wait_spread) */
+static bool spread(void)
 {
-    if (!to_master())
-        return true;
-    if (pid > 0)
-        return shim_set_has(&own_children, (void *)(intptr_t)pid, false);
-    cb_mutex_lock(&own_children.mu);
-    bool any = own_children.n > 0;
-    cb_mutex_unlock(&own_children.mu);
-    return any;
+    return cb_app_thread && cb.multi && !cb.forked && !atomic_load(&cb.ending);
 }
 
-/* a wait for pid found no child: child pid, or (-1) every child of this
- * node's own, is gone (reaped by the kernel: SIGCHLD ignored) */
+/* a wait for child pid found no child: child pid, or (-1) every child of
+ * this node's own, is gone (reaped by the kernel: SIGCHLD ignored, or
+ * waited for by another node's thread) */
 static void forget_children(pid_t pid)
 {
     if (pid > 0)
@@ -555,29 +550,172 @@ static void forget_children(pid_t pid)
     cb_mutex_unlock(&own_children.mu);
 }
 
+/* child pid, waited for, ended: it is no more (of this node's own, or
+ * spawned at the master for this node's threads) */
+static void gone(pid_t pid)
+{
+    shim_set_has(&own_children, (void *)(intptr_t)pid, true);
+    shim_set_has(&spawned, (void *)(intptr_t)pid, true);
+}
+
+/* One wait: wait4's (b its pid) or waitid's (b its idtype, c its id). */
+struct wait_call {
+    int64_t op, b, c;
+    int options;
+    int status;
+    struct rusage ru;
+    siginfo_t si;
+};
+
+static bool waited_one(const struct wait_call *w, long r)
+{
+    return w->op == SYS_wait4 ? r > 0 : r == 0 && w->si.si_pid != 0;
+}
+
+/* the wait made at node k without waiting (WNOHANG) */
+static long wait_once(int k, struct wait_call *w)
+{
+    memset(&w->si, 0, sizeof w->si);
+    if (k != cb.self) {
+        cb_wait_out_t o;
+        long r = cb_wait_at(k, w->op, w->b, w->c, w->options, &o);
+        w->status = o.status;
+        w->ru = o.ru;
+        w->si = o.si;
+        return r;
+    }
+    if (w->op == SYS_wait4)
+        return REAL(wait4)((pid_t)w->b, &w->status, w->options | WNOHANG, &w->ru);
+    return REAL(waitid)((idtype_t)w->b, (id_t)w->c, &w->si, w->options | WNOHANG);
+}
+
+/* the wait made at node k (this one, or the master), waiting there */
+static long wait_block(int k, struct wait_call *w)
+{
+    memset(&w->si, 0, sizeof w->si);
+    if (k == cb.self)
+        return w->op == SYS_wait4
+                   ? REAL(wait4)((pid_t)w->b, &w->status, w->options, &w->ru)
+                   : REAL(waitid)((idtype_t)w->b, (id_t)w->c, &w->si, w->options);
+    cb_rsys_t q;
+    if (w->op == SYS_wait4) {
+        q = shim_rq(SYS_wait4, w->b, P(&w->status), w->options, P(&w->ru), 0, 0);
+        shim_rq_with(&q, 1, RSYS_OUT, sizeof w->status);
+        shim_rq_with(&q, 3, RSYS_OUT, sizeof w->ru);
+    } else {
+        q = shim_rq(SYS_waitid, w->b, w->c, P(&w->si), w->options, 0, 0);
+        shim_rq_with(&q, 2, RSYS_IN | RSYS_OUT, sizeof w->si);
+    }
+    return cb_rsys(&q);
+}
+
+/* A wait for a child is made where the child is: a fork copies the
+ * calling node's process, so its child is that node's (the master's for
+ * spawns and commands).  The wait is tried at each node without waiting,
+ * this one first, then the master, then the others (a wait for one pid
+ * stops at the first node that has it): a child that ended is taken where
+ * it is found; no node with a child is ECHILD; WNOHANG answers 0.  Else,
+ * where the children are at one node, this one or the master, the wait
+ * waits there (as the caller's own wait, or a remote call at the master:
+ * a handler or a cancellation interrupts it); where they are elsewhere or
+ * at several nodes, the rounds are made again with a pause between them
+ * (1 ms, doubled up to 10 ms), the program's signals held meanwhile: one
+ * that comes is taken in the pause and let in, its handler runs, and the
+ * wait ends with EINTR unless the handler has SA_RESTART (as the kernel's
+ * wait); a cancellation is acted on at the next round.  Before, a wait went to the master
+ * unless the calling node had children of its own: main's wait for a
+ * child a thread of another node forked gave ECHILD
+ * (tests/posix/reap_elsewhere.c). */
+static long wait_spread(struct wait_call *w, bool by_pid)
+{
+    long ms = 1;
+    for (;;) {
+        cb_thr_t *t = cb_thr;
+        if (t && atomic_load(&t->cancel) && !t->cancel_off)
+            cb_cancel_act(); /* (unwinds; if not, the wait goes on) */
+        /* the program's signals held through the round and the pause:
+         * one that comes meanwhile is taken in the pause */
+        sigset_t was, take;
+        bool held = cb_app_signals_hold_taking(cb_rsig, &was, &take);
+        int n = atomic_load(&cb.nnodes), where = -1, nwhere = 0;
+        long r = 0;
+        bool done = false;
+        for (int i = -1; i < n && !done; i++) {
+            int k = i < 0 ? cb.self : i;
+            if (i >= 0 && (k == cb.self || !cb_node_up(k)))
+                continue;
+            r = wait_once(k, w);
+            if (r == -1 && errno == ECHILD)
+                continue;
+            if (r == -1 || waited_one(w, r)) {
+                done = true;
+                break;
+            }
+            where = k, nwhere++;
+            if (by_pid)
+                break;
+        }
+        if (!done && !nwhere)
+            r = -1, errno = ECHILD, done = true;
+        else if (!done && w->options & WNOHANG)
+            r = 0, done = true; /* (waitid's siginfo zeroed) */
+        int e = errno;
+        if (done || (nwhere == 1 && (where == cb.self || where == 0))) {
+            if (held)
+                cb_app_signals_let(&was); /* (a handler that was held runs now) */
+            errno = e;
+            return done ? r : wait_block(where, w);
+        }
+        /* the pause: a signal taken ends it, and is let in (its handler
+         * runs); one whose handler has no SA_RESTART ends the wait */
+        struct timespec ts = { 0, ms * 1000000 };
+        ms = ms < 5 ? ms * 2 : 10;
+        if (!held) { /* no handler of the program's */
+            syscall(SYS_nanosleep, &ts, NULL);
+            continue;
+        }
+        siginfo_t si;
+        long s = syscall(SYS_rt_sigtimedwait, &take, &si, &ts, _NSIG / 8);
+        bool intr = false;
+        if (s > 0 && s != cb_rsig) {
+            struct sigaction sa;
+            intr = !(cb_sigaction((int)s, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART));
+            syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), (int)s, &si);
+        }
+        cb_app_signals_let(&was);
+        if (intr)
+            return errno = EINTR, -1;
+    }
+}
+
 /* a child of this node's own that ended is no more */
 static void reaped(pid_t pid, int status)
 {
     if (pid > 0 && (WIFEXITED(status) || WIFSIGNALED(status)))
-        shim_set_has(&own_children, (void *)(intptr_t)pid, true);
+        gone(pid);
 }
 
 pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
-    int st = 0;
+    int st = 0, saved = errno;
     pid_t r;
-    if (wait_here(pid)) {
+    if (!spread()) {
         r = REAL(wait4)(pid, &st, options, ru);
         if (r < 0 && errno == ECHILD) /* reaped by the kernel (SIGCHLD ignored) */
             forget_children(pid);
         reaped(r, st);
     } else {
-        cb_rsys_t q = shim_rq(SYS_wait4, pid, P(&st), options, P(ru), 0, 0);
-        shim_rq_with(&q, 1, RSYS_OUT, sizeof st);
-        shim_rq_with(&q, 3, RSYS_OUT, sizeof *ru);
-        r = (pid_t)cb_rsys(&q);
-        if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))
-            shim_set_has(&spawned, (void *)(intptr_t)r, true);
+        struct wait_call w = { .op = SYS_wait4, .b = pid, .options = options };
+        r = (pid_t)wait_spread(&w, pid > 0);
+        if (r < 0 && errno == ECHILD)
+            forget_children(pid);
+        if (r > 0) {
+            st = w.status;
+            reaped(r, st);
+            if (ru)
+                *ru = w.ru;
+            errno = saved;
+        }
     }
     if (r > 0 && status)
         *status = st;
@@ -625,19 +763,25 @@ int sigqueue(pid_t pid, int sig, const union sigval value)
 int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
     pid_t pid = type == P_PID ? (pid_t)id : type == P_PGID ? -(pid_t)id : -1;
-    if (type == P_PIDFD || wait_here(type == P_PGID && id == 0 ? 0 : pid)) {
-        siginfo_t mine;
-        siginfo_t *in = info ? info : &mine;
+    siginfo_t mine;
+    siginfo_t *in = info ? info : &mine;
+    int saved = errno;
+    long r;
+    if (!spread() || (type != P_PID && type != P_PGID && type != P_ALL)) {
         memset(in, 0, sizeof *in);
-        int r = REAL(waitid)(type, id, in, options);
-        if (r && errno == ECHILD)
-            forget_children(type == P_ALL ? -1 : type == P_PID ? pid : 0);
-        if (!r && !(options & WNOWAIT) &&
-            (in->si_code == CLD_EXITED || in->si_code == CLD_KILLED || in->si_code == CLD_DUMPED))
-            shim_set_has(&own_children, (void *)(intptr_t)in->si_pid, true);
-        return r;
+        r = REAL(waitid)(type, id, in, options);
+    } else {
+        struct wait_call w = { .op = SYS_waitid, .b = type, .c = (int64_t)id, .options = options };
+        r = wait_spread(&w, type == P_PID);
+        if (r == 0) {
+            *in = w.si;
+            errno = saved;
+        }
     }
-    cb_rsys_t q = shim_rq(SYS_waitid, type, (int64_t)id, P(info), options, 0, 0);
-    shim_rq_with(&q, 2, RSYS_IN | RSYS_OUT, sizeof *info);
-    return (int)cb_rsys(&q);
+    if (r && errno == ECHILD && type != P_PIDFD)
+        forget_children(type == P_ALL ? -1 : type == P_PID ? pid : 0);
+    if (!r && !(options & WNOWAIT) && in->si_pid > 0 &&
+        (in->si_code == CLD_EXITED || in->si_code == CLD_KILLED || in->si_code == CLD_DUMPED))
+        gone(in->si_pid);
+    return r ? -1 : 0;
 }
