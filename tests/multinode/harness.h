@@ -115,7 +115,8 @@ double seconds_now();
 // Parameters of the Grid tests: 1 node; 2 nodes over shm and tcp; 4 nodes
 // over shm, and over tcp too in the wide run (CABLES_TEST_WIDE=1, make
 // test-wide), which CI adds: 4 nodes over tcp on 2 cores took a fifth of
-// the default run's time.
+// the default run's time (the tests/posix programs over tcp are the wide
+// run's too).
 struct Cfg {
     int nodes;
     const char *transport;

@@ -125,7 +125,11 @@ TEST_P(Posix, PassesWithThreadsOnTwoNodes)
 std::vector<PosixCase> posix_cases()
 {
     std::vector<PosixCase> v;
-    for (const char *t : { "shm", "tcp" })
+    // over tcp in the wide run (make test-wide): a sixth of the default run
+    std::vector<const char *> ts = { "shm" };
+    if (mn::wide_run())
+        ts.push_back("tcp");
+    for (const char *t : ts)
         for (const char *n : { "threads", "mutex", "cond", "barrier", "rwlock_spin_sem", "heap", "heap_reuse", "io", "syscalls", "thread_ops", "files", "mmaps", "rand", "process", "paths", "fork", "exec", "spawn", "redirect", "sigsegv", "fortified", "sigpipe", "subprogram", "pid", "jump_out", "handler_shared", "big_static", "realloc_big", "static_runs", "call_lengths", "sem_handler", "commands", "stream_restart", "messages", "old_signals", "mutex_reuse", "call_restart", "poll_mixed", "ending_mask", "cleanup_calls", "rwlock_kinds", "fd_helpers", "lfs_names", "fortify_open", "libc_helpers", "once_unwound", "sem_intr", "mutex_unlock_elsewhere", "reap_elsewhere" })
             v.push_back({ t, n });
     return v;

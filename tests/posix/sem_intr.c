@@ -62,9 +62,9 @@ static void interrupted(int way, int flags)
     pthread_t t;
     if (!CHECK_ERR("create", pthread_create(&t, NULL, waiter, &j), 0))
         return;
-    check_sleep_ms(300);
+    check_sleep_ms(250); /* in its wait */
     pthread_kill(t, SIGUSR1);
-    check_sleep_ms(700);
+    check_sleep_ms(300);
     sem_post(&sem); /* in case the wait went on (the bug): it ends then */
     pthread_join(t, NULL);
     bool goes_on = way == WAIT && (flags & SA_RESTART); /* restarted */
