@@ -97,6 +97,7 @@ static bool interruptible(const cb_rsys_t *r, bool *restart)
     case SYS_sendto: case SYS_sendmsg: case SYS_sendmmsg:
     case SYS_accept: case SYS_accept4: case SYS_connect:
     case SYS_wait4: case SYS_waitid: case SYS_flock:
+    case SYS_splice: case SYS_tee: case SYS_copy_file_range: case SYS_sendfile:
     case SYS_openat: /* (a FIFO's waits for the other end) */
         return true;
     case SYS_fcntl:

@@ -1090,7 +1090,8 @@ int tcsetattr(int fd, int how, const struct termios *t)
                         : how == TCSAFLUSH ? TCSETSF : 0;
     if (!req)
         return errno = EINVAL, -1;
-    struct kernel_termios k = { .c_iflag = t->c_iflag, .c_oflag = t->c_oflag,
+    /* (glibc's drops IBAUD0, the bit of cfsetispeed's speed 0) */
+    struct kernel_termios k = { .c_iflag = t->c_iflag & ~020000000000u, .c_oflag = t->c_oflag,
                                 .c_cflag = t->c_cflag, .c_lflag = t->c_lflag, .c_line = t->c_line };
     memcpy(k.c_cc, t->c_cc, sizeof k.c_cc);
     return ioctl(fd, req, &k);

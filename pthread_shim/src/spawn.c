@@ -620,15 +620,33 @@ static long wait_block(int k, struct wait_call *w)
  * a handler or a cancellation interrupts it); where they are elsewhere or
  * at several nodes, the rounds are made again with a pause between them
  * (1 ms, doubled up to 10 ms), the program's signals held meanwhile: one
- * that comes is taken in the pause and let in, its handler runs, and the
- * wait ends with EINTR unless the handler has SA_RESTART (as the kernel's
- * wait); a cancellation is acted on at the next round.  Before, a wait went to the master
+ * that comes is taken (in the pause, or after a round that waits next)
+ * and let in, its handler runs, and the wait ends with EINTR unless the
+ * handler has SA_RESTART, after one more round (as the kernel's wait, which
+ * looks at the children first: a child that ended is returned); a
+ * cancellation is acted on at the next round.  Before, a wait went to the master
  * unless the calling node had children of its own: main's wait for a
  * child a thread of another node forked gave ECHILD
  * (tests/posix/reap_elsewhere.c). */
+/* a signal of take, come while held: pending again (let in, its handler
+ * runs); 1 if that handler ends a wait (no SA_RESTART), else 0; -1: none */
+static int took_signal(const sigset_t *take, const struct timespec *ts)
+{
+    siginfo_t si;
+    long s = syscall(SYS_rt_sigtimedwait, take, &si, ts, _NSIG / 8);
+    if (s <= 0 || s == cb_rsig)
+        return -1;
+    struct sigaction sa;
+    int intr = !(cb_sigaction((int)s, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART));
+    syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), (int)s, &si);
+    return intr;
+}
+
 static long wait_spread(struct wait_call *w, bool by_pid)
 {
+    static const struct timespec zero;
     long ms = 1;
+    bool intr = false; /* a handler without SA_RESTART ran: the round after ends it */
     for (;;) {
         cb_thr_t *t = cb_thr;
         if (t && atomic_load(&t->cancel) && !t->cancel_off)
@@ -660,9 +678,15 @@ static long wait_spread(struct wait_call *w, bool by_pid)
         else if (!done && w->options & WNOHANG)
             r = 0, done = true; /* (waitid's siginfo zeroed) */
         int e = errno;
-        if (done || (nwhere == 1 && (where == cb.self || where == 0))) {
+        if (done || intr || (nwhere == 1 && (where == cb.self || where == 0))) {
+            /* waiting next: a signal that came in the round ends it as one
+             * that comes while it waits */
+            if (held && !done && !intr)
+                intr = took_signal(&take, &zero) == 1;
             if (held)
                 cb_app_signals_let(&was); /* (a handler that was held runs now) */
+            if (!done && intr)
+                return errno = EINTR, -1;
             errno = e;
             return done ? r : wait_block(where, w);
         }
@@ -674,17 +698,8 @@ static long wait_spread(struct wait_call *w, bool by_pid)
             syscall(SYS_nanosleep, &ts, NULL);
             continue;
         }
-        siginfo_t si;
-        long s = syscall(SYS_rt_sigtimedwait, &take, &si, &ts, _NSIG / 8);
-        bool intr = false;
-        if (s > 0 && s != cb_rsig) {
-            struct sigaction sa;
-            intr = !(cb_sigaction((int)s, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART));
-            syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), (int)s, &si);
-        }
+        intr = took_signal(&take, &ts) == 1;
         cb_app_signals_let(&was);
-        if (intr)
-            return errno = EINTR, -1;
     }
 }
 
@@ -709,6 +724,8 @@ pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
         r = (pid_t)wait_spread(&w, pid > 0);
         if (r < 0 && errno == ECHILD)
             forget_children(pid);
+        if (r == 0)
+            errno = saved; /* (WNOHANG: another node's ECHILD not left) */
         if (r > 0) {
             st = w.status;
             reaped(r, st);
