@@ -194,10 +194,8 @@ static void release(bar_t *s, uint32_t n, const uint32_t *v, const void *notices
          * which may not have had that release yet (its merge would find
          * notices from beyond what it holds).  Its own: from what it is
          * known to hold. */
-        cb_vc_t from;
-        cb_known_get(c, from);
         size_t nl;
-        void *n = cb_notices_encode(from, &nl, NULL);
+        void *n = cb_notices_for(c, &nl);
         cb_send(c, &r, n, nl, true);
     }
 }

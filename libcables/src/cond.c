@@ -50,6 +50,17 @@ int cb_cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline)
     return cb_cond_wait_held(ckey, lkey, kind, deadline, false);
 }
 
+/* a wait that ends without its wake: out of the queue, rc; or, woken
+ * first (its wake on the way), 0 */
+static int withdraw(uint64_t ckey, cb_waiter_t *wake, int rc)
+{
+    cb_msg_t x = { .type = M_COND_CANCEL, .a = ckey, .b = (uintptr_t)wake };
+    if (cb_rpc(0, &x, NULL) == 1)
+        return rc;
+    cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
+    return 0;
+}
+
 /* held: the caller holds the program's signals off while it holds lkey
  * (cb_signals_hold_enter): let in while it waits without it; intr (held):
  * a handler that ran on this thread meanwhile ends the wait (EINTR) */
@@ -75,23 +86,14 @@ static int cond_wait(uint64_t ckey, uint64_t lkey, int kind, uint64_t deadline, 
     int rc = 0;
     if (intr) {
         int how = ran ? -2 : cb_waiter_wait_intr_until(wake, deadline);
-        if (how != 1) {
-            cb_msg_t x = { .type = M_COND_CANCEL, .a = ckey, .b = (uintptr_t)wake };
-            if (cb_rpc(0, &x, NULL) == 1)
-                rc = how == -1 ? ECANCELED : how == -2 ? EINTR : ETIMEDOUT;
-            else
-                cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
-        }
+        if (how != 1)
+            rc = withdraw(ckey, wake, how == -1 ? ECANCELED : how == -2 ? EINTR : ETIMEDOUT);
     } else {
         while (!cb_waiter_wait_cancellable(wake, deadline)) {
             bool cancel = cancelled();
             if (!cancel && cb_now_ns() < deadline)
                 continue; /* a cancellation that is disabled: wait on */
-            cb_msg_t x = { .type = M_COND_CANCEL, .a = ckey, .b = (uintptr_t)wake };
-            if (cb_rpc(0, &x, NULL) == 1)
-                rc = cancel ? ECANCELED : ETIMEDOUT;
-            else
-                cb_waiter_wait(wake); /* a signal took us first: its wake is on the way */
+            rc = withdraw(ckey, wake, cancel ? ECANCELED : ETIMEDOUT);
             break;
         }
     }

@@ -381,9 +381,7 @@ void cb_on_alloc(const cb_msg_t *m)
     size_t len = 0;
     void *n = NULL;
     if (reused) {
-        cb_vc_t k;
-        cb_known_get(m->src, k);
-        n = cb_notices_encode(k, &len, NULL);
+        n = cb_notices_for(m->src, &len);
         uint64_t *runs;
         size_t nruns;
         cb_dir_homed_runs(first, npages, &runs, &nruns);

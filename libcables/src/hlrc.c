@@ -101,6 +101,13 @@ void cb_known_get(int k, uint32_t *out)
     cb_mutex_unlock(&log_mu);
 }
 
+void *cb_notices_for(int node, size_t *len)
+{
+    cb_vc_t k;
+    cb_known_get(node, k);
+    return cb_notices_encode(k, len, NULL);
+}
+
 /* [u32 nn][u32 vc[nn]][u32 from[nn]] then per node per interval:
  * [u32 npages][u32 nmarks][u32 pages...][u32 marks... (3 words each)] */
 void *cb_notices_encode(const uint32_t *from, size_t *len, uint32_t *vc_out)
@@ -882,10 +889,8 @@ static void send_freed(freed_t *f, size_t n)
         size_t k = 0, rest = 0;
         for (size_t i = 0; i < n; i++)
             k += f[i].node == node && f[i].type == type;
-        cb_vc_t known_there;
-        cb_known_get(node, known_there);
         size_t nl;
-        void *notices = cb_notices_encode(known_there, &nl, NULL);
+        void *notices = cb_notices_for(node, &nl);
         uint64_t *b = malloc(8 * (1 + k) + nl);
         if (!b)
             cb_die("out of memory for the freed blocks");
@@ -1255,13 +1260,6 @@ static void acquire(const uint32_t *target, bool pull)
 void cb_acquire(const uint32_t *target) { acquire(target, false); }
 void cb_acquire_pull(const uint32_t *target) { acquire(target, true); }
 
-void *cb_release_for(int node, size_t *len)
-{
-    cb_release();
-    cb_vc_t k;
-    cb_known_get(node, k);
-    return cb_notices_encode(k, len, NULL);
-}
 
 void cb_acquire_from(int node, const void *notices, size_t len)
 {
@@ -1390,10 +1388,8 @@ void cb_gc_tick(void)
     cb_vc_get(round.least);
     for (int n = 1; n < atomic_load(&cb.nnodes); n++)
         if (cb_node_up(n)) {
-            cb_vc_t k;
             size_t len;
-            cb_known_get(n, k);
-            void *notices = cb_notices_encode(k, &len, NULL);
+            void *notices = cb_notices_for(n, &len);
             cb_msg_t q = { .type = M_GC_QUERY, .a = round.gen };
             cb_send(n, &q, notices, len, false);
             free(notices);
@@ -1430,9 +1426,8 @@ void cb_on_gc_query(const cb_msg_t *m, const void *p, size_t len)
     cb_vc_t v;
     cb_notices_merge(p, len, v);
     cb_known_update(0, v);
-    cb_known_get(0, v);
     size_t rl;
-    void *notices = cb_notices_encode(v, &rl, NULL);
+    void *notices = cb_notices_for(0, &rl);
     cb_msg_t r = { .type = M_GC_VC, .a = m->a };
     cb_send(0, &r, notices, rl, false);
     free(notices);

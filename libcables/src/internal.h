@@ -357,10 +357,10 @@ void cb_notices_merge(const void *buf, size_t len, uint32_t *vc_out);
 void cb_vc_max(uint32_t *dst, const uint32_t *vc); /* dst := the later of each entry */
 void cb_known_update(int node, const uint32_t *vc); /* node knows at least vc */
 void cb_known_get(int node, uint32_t *vc);
-/* A release whose notices go to node in a message of the caller's own (a
- * malloc'd buffer of *len bytes), and node's acquire of them: what was
- * written before the release is seen there after (an exit at the master) */
-void *cb_release_for(int node, size_t *len);
+/* The notices node is not known to have, encoded (a malloc'd buffer of
+ * *len bytes); after a release, node's acquire of them (cb_acquire_from,
+ * with their sender) shows it what was written before the release */
+void *cb_notices_for(int node, size_t *len);
 void cb_acquire_from(int node, const void *notices, size_t len);
 void cb_vc_get(uint32_t *vc);
 /* collecting the notice logs (hlrc.c): each comm thread (each turn) asks
@@ -651,6 +651,11 @@ extern long (*cb_rsys_lib)(int64_t op, int64_t arg[6], int *err);
  * go (pthread_shim: what its node's stdout holds goes out) */
 extern void (*cb_release_hook)(void);
 void cb_on_rsys(const cb_msg_t *m, const void *p, size_t len);
+/* a signal a held wait took: pending again, for its handler (its siginfo
+ * kept); and whether sig's handler has SA_RESTART (an interrupted call
+ * goes on) */
+void cb_sig_pend_again(const siginfo_t *si);
+bool cb_sig_restarts(int sig);
 /* A wait (wait4's or waitid's) made at another node, where the children of
  * its own fork are, without waiting (WNOHANG): op SYS_wait4 (b its pid) or
  * SYS_waitid (b its idtype, c its id), made there by the communication

@@ -222,10 +222,8 @@ static void give_elsewhere(uint64_t key)
     for (int k = 0; k < n; k++) {
         if (k == cb.self || !cb_node_up(k))
             continue;
-        cb_vc_t kv;
-        cb_known_get(k, kv);
         size_t len;
-        void *p = cb_notices_encode(kv, &len, NULL);
+        void *p = cb_notices_for(k, &len);
         cb_msg_t m = { .type = M_LOCK_STRAY, .a = key };
         cb_send(k, &m, p, len, true);
     }
@@ -337,13 +335,31 @@ void cb_on_lock_fwd(const cb_msg_t *m, const void *p, size_t len)
     cb_mutex_unlock(&lk_mu);
 }
 
-void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
+/* a message's notices merged into the log: its sender's vc (malloc'd) */
+static uint32_t *merged(const cb_msg_t *m, const void *p, size_t len)
 {
     uint32_t *v = malloc(sizeof(cb_vc_t));
     if (!v)
-        cb_die("node %d: out of memory for a lock's grant", cb.self);
+        cb_die("node %d: out of memory for a lock's message", cb.self);
     cb_notices_merge(p, len, v);
     cb_known_update(m->src, v);
+    return v;
+}
+
+/* (lk_mu) the vc v (taken) for the next taker here to acquire */
+static void keep_for_taker(lk_t *s, uint32_t *v)
+{
+    if (s->acq) {
+        cb_vc_max(s->acq, v);
+        free(v);
+    } else {
+        s->acq = v;
+    }
+}
+
+void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
+{
+    uint32_t *v = merged(m, p, len);
     cb_mutex_lock(&lk_mu);
     lk_t *s = lk_get(m->a);
     s->token = true;
@@ -351,13 +367,7 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
     if (s->qhead) {
         hand_to_head(s, v);
     } else { /* its waiter gave up (timed out, or a try told busy) */
-        if (s->acq) {
-            for (int i = 0; i < CB_MAX_NODES; i++)
-                if (s->acq[i] < v[i]) s->acq[i] = v[i];
-            free(v);
-        } else {
-            s->acq = v;
-        }
+        keep_for_taker(s, v);
         if (s->next_node >= 0)
             grant_next(s);
     }
@@ -371,11 +381,7 @@ void cb_on_lock_grant(const cb_msg_t *m, const void *p, size_t len)
  * node's log first: a grant carries them on, a taker here acquires them). */
 void cb_on_lock_stray(const cb_msg_t *m, const void *p, size_t len)
 {
-    uint32_t *v = malloc(sizeof(cb_vc_t));
-    if (!v)
-        cb_die("node %d: out of memory for a lock's unlock", cb.self);
-    cb_notices_merge(p, len, v);
-    cb_known_update(m->src, v);
+    uint32_t *v = merged(m, p, len);
     uint64_t key = m->a;
     bool ask = false;
     cb_mutex_lock(&lk_mu);
@@ -390,11 +396,8 @@ void cb_on_lock_stray(const cb_msg_t *m, const void *p, size_t len)
         } else if (s->qhead) {
             hand_to_head(s, v);
             v = NULL;
-        } else if (s->acq) { /* the next taker here acquires them */
-            for (int i = 0; i < CB_MAX_NODES; i++)
-                if (s->acq[i] < v[i]) s->acq[i] = v[i];
-        } else {
-            s->acq = v;
+        } else { /* the next taker here acquires them */
+            keep_for_taker(s, v);
             v = NULL;
         }
     }

@@ -106,15 +106,12 @@ static bool interruptible(const cb_rsys_t *r, bool *restart)
     return false;
 }
 
-/* a signal a held wait took: pending again, for its handler (its siginfo
- * kept) */
-static void pend_again(const siginfo_t *si)
+void cb_sig_pend_again(const siginfo_t *si)
 {
     syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), si->si_signo, si);
 }
 
-/* sig's handler has SA_RESTART: an interrupted call goes on */
-static bool restarts(int sig)
+bool cb_sig_restarts(int sig)
 {
     struct sigaction sa;
     return cb_sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART);
@@ -163,7 +160,7 @@ long cb_rsys(cb_rsys_t *r)
          * and what it read already (a part of fgets' line) or the error
          * it keeps is lost to the call made again.  Before, a thread of
          * another node reading lines from a pipe missed parts of them. */
-        bool goes_on = took && intr && r->waits == CB_RSYS_STDIO && restarts(si.si_signo);
+        bool goes_on = took && intr && r->waits == CB_RSYS_STDIO && cb_sig_restarts(si.si_signo);
         /* a call made whole (or going on) that a signal found waiting: its
          * handler waits for the call's end a while (a file's is quick),
          * then runs meanwhile, as it did before the signals were held (a
@@ -174,7 +171,7 @@ long cb_rsys(cb_rsys_t *r)
         if (took && (!intr || goes_on)) {
             how = 1;
             if (!cb_waiter_wait_until(w, cb_now_ns() + GRACE_NS)) {
-                pend_again(&si);
+                cb_sig_pend_again(&si);
                 took = held = false;
                 cb_app_signals_let(&was);
                 if (goes_on)
@@ -201,7 +198,7 @@ long cb_rsys(cb_rsys_t *r)
     /* a signal taken from the wait, its handler with SA_RESTART: the call
      * interrupted before it did anything is made again once it ran */
     bool again = took && intr && restart && res == -1 && err == EINTR && w->value3 == 0 &&
-                 restarts(si.si_signo);
+                 cb_sig_restarts(si.si_signo);
     /* cancelled (the cancellation's own signal may have ended the wait
      * first): acted on below, which unwinds; if it does not, glibc acts on
      * the cancellation already (the thread was cancelled at one of glibc's
@@ -234,7 +231,7 @@ long cb_rsys(cb_rsys_t *r)
     free(w->data);
     cb_waiter_free(w);
     if (took) /* its handler may jump out: nothing is left to do */
-        pend_again(&si);
+        cb_sig_pend_again(&si);
     if (held)
         cb_app_signals_let(&was);
     if (cancelled)

@@ -160,31 +160,19 @@ static bool wait_done(cb_waiter_t *w, uint64_t deadline, cb_thr_t *t)
     return wait_core(w, deadline, t, false) == 1;
 }
 
-int cb_waiter_wait_intr(cb_waiter_t *w, bool restart)
+/* An interruptible wait until deadline (UINT64_MAX: none): untimed, the
+ * kernel's futex wait restarts after a handler with SA_RESTART; timed, a
+ * day at a time, it ends after any handler (-2) */
+static int wait_intr(cb_waiter_t *w, uint64_t deadline, bool timed)
 {
     cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
     if (t)
         atomic_store(&t->waiting, w); /* where a cancellation wakes it */
-    int r; /* without restart: timed, a day at a time */
-    while ((r = wait_core(w, restart ? UINT64_MAX : cb_now_ns() + 86400000000000ull, t, true)) == 0)
-        ;
-    if (t)
-        atomic_store(&t->waiting, NULL);
-    return r == -2 ? 0 : r;
-}
-
-int cb_waiter_wait_intr_until(cb_waiter_t *w, uint64_t deadline)
-{
-    cb_thr_t *t = cb_app_thread ? cb_thr : NULL;
-    if (t)
-        atomic_store(&t->waiting, w); /* where a cancellation wakes it */
-    int r; /* none: untimed, as glibc's sem_wait (the kernel restarts it after a
-            * handler with SA_RESTART); else timed, a day at a time (the kernel
-            * ends a timed sleep after any handler), as its sem_timedwait */
-    if (deadline == UINT64_MAX)
+    int r;
+    if (!timed)
         r = wait_core(w, UINT64_MAX, t, true);
     else for (;;) {
-        uint64_t now = cb_now_ns(), day = now + 86400000000000ull;
+        uint64_t day = cb_now_ns() + 86400000000000ull;
         r = wait_core(w, day < deadline ? day : deadline, t, true);
         if (r != 0 || cb_now_ns() >= deadline)
             break;
@@ -192,6 +180,18 @@ int cb_waiter_wait_intr_until(cb_waiter_t *w, uint64_t deadline)
     if (t)
         atomic_store(&t->waiting, NULL);
     return r;
+}
+
+int cb_waiter_wait_intr(cb_waiter_t *w, bool restart)
+{
+    int r = wait_intr(w, UINT64_MAX, !restart); /* without restart: timed */
+    return r == -2 ? 0 : r;
+}
+
+/* as glibc's sem_wait (untimed) and sem_timedwait (timed) */
+int cb_waiter_wait_intr_until(cb_waiter_t *w, uint64_t deadline)
+{
+    return wait_intr(w, deadline, deadline != UINT64_MAX);
 }
 
 int cb_waiter_wait_held(cb_waiter_t *w, const sigset_t *take, siginfo_t *si, bool cancellable)
@@ -272,11 +272,9 @@ bool cb_signals_hold_leave_ran(bool restart)
         sigset_t pending; /* the kernel's: those held off that come in now */
         sigemptyset(&pending);
         if (syscall(SYS_rt_sigpending, &pending, _NSIG / 8) == 0)
-            for (int s = 1; s <= 64 && !ran; s++) {
-                struct sigaction sa;
+            for (int s = 1; s <= 64 && !ran; s++)
                 ran = sigismember(&hold_added, s) == 1 && sigismember(&pending, s) == 1 &&
-                      !(restart && cb_sigaction(s, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART));
-            }
+                      !(restart && cb_sig_restarts(s));
     }
     cb_signals_hold_leave();
     return ran;

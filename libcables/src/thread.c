@@ -94,10 +94,8 @@ int cb_thread_create(uint64_t *t, int node, void *(*fn)(void *), void *arg, size
         return EINVAL;
     cb_release();
     uint64_t tid = ((uint64_t)node << 48) | ((uint64_t)cb.self << 32) | atomic_fetch_add(&seq, 1);
-    cb_vc_t k;
-    cb_known_get(node, k);
     size_t len;
-    void *n = cb_notices_encode(k, &len, NULL);
+    void *n = cb_notices_for(node, &len);
     /* the payload: the caller's signal mask, then the notices */
     sigset_t mask;
     cb_sigmask(SIG_BLOCK, NULL, &mask);
@@ -290,10 +288,8 @@ int cb_place_load(int k) { return load[k]; }
 
 static void answer_join(th_t *t)
 {
-    cb_vc_t k;
-    cb_known_get(t->joiner.src, k);
     size_t len;
-    void *n = cb_notices_encode(k, &len, NULL);
+    void *n = cb_notices_for(t->joiner.src, &len);
     cb_msg_t r = { .type = M_JOIN_REPLY, .a = t->ret };
     cb_reply(&t->joiner, &r, n, len, true);
     forget(t);
@@ -345,11 +341,8 @@ static int join_done(cb_waiter_t *w, int node, void **ret)
     cb_waiter_free(w);
     if (!data)
         return value ? (int)value : ESRCH;
-    cb_vc_t v;
-    cb_notices_merge(data, len, v);
-    cb_known_update(node, v);
+    cb_acquire_from(node, data, len);
     free(data);
-    cb_acquire(v);
     if (ret)
         *ret = (void *)(uintptr_t)value;
     return 0;

@@ -1606,7 +1606,8 @@ int shim_rs_exec(const char *strings, size_t len, int nargs, int nenv, bool sear
 void cb_exit_at_master(int status)
 {
     size_t len;
-    void *n = cb_release_for(0, &len);
+    cb_release();
+    void *n = cb_notices_for(0, &len);
     cb_rsys_t r = rq(RS_EXIT, status, P(n), (int64_t)len, cb.self, 0, 0);
     with(&r, 1, RSYS_IN, len);
     cb_rsys(&r);

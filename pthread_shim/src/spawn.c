@@ -572,31 +572,34 @@ static bool waited_one(const struct wait_call *w, long r)
     return w->op == SYS_wait4 ? r > 0 : r == 0 && w->si.si_pid != 0;
 }
 
+/* the wait made here, with options */
+static long wait_local(struct wait_call *w, int options)
+{
+    memset(&w->si, 0, sizeof w->si);
+    if (w->op == SYS_wait4)
+        return REAL(wait4)((pid_t)w->b, &w->status, options, &w->ru);
+    return REAL(waitid)((idtype_t)w->b, (id_t)w->c, &w->si, options);
+}
+
 /* the wait made at node k without waiting (WNOHANG) */
 static long wait_once(int k, struct wait_call *w)
 {
-    memset(&w->si, 0, sizeof w->si);
-    if (k != cb.self) {
-        cb_wait_out_t o;
-        long r = cb_wait_at(k, w->op, w->b, w->c, w->options, &o);
-        w->status = o.status;
-        w->ru = o.ru;
-        w->si = o.si;
-        return r;
-    }
-    if (w->op == SYS_wait4)
-        return REAL(wait4)((pid_t)w->b, &w->status, w->options | WNOHANG, &w->ru);
-    return REAL(waitid)((idtype_t)w->b, (id_t)w->c, &w->si, w->options | WNOHANG);
+    if (k == cb.self)
+        return wait_local(w, w->options | WNOHANG);
+    cb_wait_out_t o;
+    long r = cb_wait_at(k, w->op, w->b, w->c, w->options, &o);
+    w->status = o.status;
+    w->ru = o.ru;
+    w->si = o.si;
+    return r;
 }
 
 /* the wait made at node k (this one, or the master), waiting there */
 static long wait_block(int k, struct wait_call *w)
 {
-    memset(&w->si, 0, sizeof w->si);
     if (k == cb.self)
-        return w->op == SYS_wait4
-                   ? REAL(wait4)((pid_t)w->b, &w->status, w->options, &w->ru)
-                   : REAL(waitid)((idtype_t)w->b, (id_t)w->c, &w->si, w->options);
+        return wait_local(w, w->options);
+    memset(&w->si, 0, sizeof w->si);
     cb_rsys_t q;
     if (w->op == SYS_wait4) {
         q = shim_rq(SYS_wait4, w->b, P(&w->status), w->options, P(&w->ru), 0, 0);
@@ -636,10 +639,8 @@ static int took_signal(const sigset_t *take, const struct timespec *ts)
     long s = syscall(SYS_rt_sigtimedwait, take, &si, ts, _NSIG / 8);
     if (s <= 0 || s == cb_rsig)
         return -1;
-    struct sigaction sa;
-    int intr = !(cb_sigaction((int)s, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART));
-    syscall(SYS_rt_tgsigqueueinfo, cb_pid(), syscall(SYS_gettid), (int)s, &si);
-    return intr;
+    cb_sig_pend_again(&si);
+    return !cb_sig_restarts((int)s);
 }
 
 static long wait_spread(struct wait_call *w, bool by_pid)
